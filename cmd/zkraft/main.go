@@ -1,0 +1,99 @@
+// Command zkraft runs a ZooKeeper-compatible coordination server whose state
+// is replicated with raft.
+//
+//	zkraft serve                      # standalone, embedded defaults (port 2181, ./zkraft-data)
+//	zkraft serve --config zoo.cfg     # ZooKeeper's zoo.cfg keys
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/zkraft/zkraft/server"
+)
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "serve" {
+		fmt.Fprintf(os.Stderr, "usage: zkraft serve [--config zoo.cfg] [--client-port N] [--data-dir DIR] [--log-format json|console] [--log-level LEVEL]\n")
+		os.Exit(2)
+	}
+	os.Exit(serve(os.Args[2:]))
+}
+
+func serve(args []string) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	configPath := fs.String("config", "", "ZooKeeper zoo.cfg to read")
+	clientPort := fs.Int("client-port", -1, "client port (overrides clientPort)")
+	dataDir := fs.String("data-dir", "", "data directory (overrides dataDir)")
+	logFormat := fs.String("log-format", "json", "log format: json or console")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := newLogger(*logFormat, *logLevel)
+
+	cfg := server.Default()
+	if *configPath != "" {
+		var err error
+		if cfg, err = server.Load(*configPath, log); err != nil {
+			log.Error().Err(err).Msg("bad configuration")
+			return 2
+		}
+	}
+	if *clientPort >= 0 {
+		cfg.ClientPort = *clientPort
+	}
+	if *dataDir != "" {
+		cfg.DataDir = *dataDir
+		cfg.DataLogDir = ""
+	}
+
+	srv := server.New(cfg, log)
+	if err := srv.Start(); err != nil {
+		log.Error().Err(err).Msg("server failed to start")
+		return 1
+	}
+	sigC := make(chan os.Signal, 1)
+	signal.Notify(sigC, syscall.SIGTERM, syscall.SIGINT)
+	code := 0
+	select {
+	case sig := <-sigC:
+		log.Info().Str("signal", sig.String()).Msg("shutting down")
+	case <-srv.Done():
+		log.Error().Msg("consensus stopped, shutting down")
+		code = 1
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.Stop() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			log.Error().Err(err).Msg("unclean shutdown")
+			return 1
+		}
+	case <-time.After(30 * time.Second):
+		log.Error().Msg("shutdown timed out")
+		return 1
+	}
+	return code
+}
+
+func newLogger(format, level string) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil {
+		lvl = zerolog.InfoLevel
+	}
+	var log zerolog.Logger
+	if format == "console" {
+		log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, TimeFormat: time.RFC3339})
+	} else {
+		log = zerolog.New(os.Stderr)
+	}
+	return log.Level(lvl).With().Timestamp().Logger()
+}

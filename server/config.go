@@ -1,0 +1,204 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// Config is a zkraft server's configuration. Its keys are ZooKeeper's zoo.cfg
+// keys; Load reads them from a file, Default fills in ZooKeeper's defaults.
+type Config struct {
+	TickTimeMs          int32  // tickTime
+	DataDir             string // dataDir
+	DataLogDir          string // dataLogDir: the raft log (defaults to DataDir)
+	ClientPort          int    // clientPort
+	ClientPortAddress   string // clientPortAddress (default all interfaces)
+	MaxClientCnxns      int    // maxClientCnxns per client IP; 0 = unlimited
+	MinSessionTimeoutMs int32  // minSessionTimeout; <= 0 means 2*tickTime
+	MaxSessionTimeoutMs int32  // maxSessionTimeout; <= 0 means 20*tickTime
+	JuteMaxBuffer       int    // jute.maxbuffer
+	ExtendedTypes       bool   // extendedTypesEnabled: TTL nodes
+	FourLetterWords     map[string]bool
+	// ContainerCheckInterval is how often the leader looks for empty containers
+	// and expired TTL nodes (ZooKeeper's znode.container.checkIntervalMs).
+	ContainerCheckInterval time.Duration
+	// SuperDigest is "super:<base64 sha1>" (zookeeper.DigestAuthenticationProvider.superDigest).
+	SuperDigest string
+	// SnapshotEvery is how many applied entries trigger a snapshot (snapCount).
+	SnapshotEvery uint64
+	ServerID      uint64 // myid; 1 when standalone
+}
+
+// Default returns the embedded defaults: client port 2181, data in
+// ./zkraft-data, tickTime 2000, as `zkraft serve` uses without a file.
+func Default() Config {
+	return Config{
+		TickTimeMs:             2000,
+		DataDir:                "zkraft-data",
+		ClientPort:             2181,
+		MaxClientCnxns:         60,
+		JuteMaxBuffer:          jute.DefaultMaxBuffer,
+		FourLetterWords:        map[string]bool{"srvr": true},
+		ContainerCheckInterval: 60 * time.Second,
+		SnapshotEvery:          100000,
+		ServerID:               1,
+	}
+}
+
+// knownFourLetterWords lists the commands a whitelist of "*" enables.
+var knownFourLetterWords = []string{"ruok", "srvr", "stat", "conf", "cons", "crst", "dump", "envi", "mntr", "wchs", "wchc", "wchp", "dirs", "isro", "srst"}
+
+// ignoredKeys are zoo.cfg keys ZooKeeper knows that do not change zkraft's
+// behaviour in standalone mode; they are accepted without a warning.
+var ignoredKeys = map[string]bool{
+	"initLimit": true, "syncLimit": true, "admin.enableServer": true, "admin.serverPort": true,
+	"autopurge.snapRetainCount": true, "autopurge.purgeInterval": true, "standaloneEnabled": true,
+	"reconfigEnabled": true, "metricsProvider.className": true, "metricsProvider.httpPort": true,
+	"preAllocSize": true, "globalOutstandingLimit": true, "electionAlg": true, "forceSync": true,
+}
+
+// Load reads a zoo.cfg file on top of Default(). Unknown keys are logged as
+// warnings, not errors; malformed values are errors.
+func Load(path string, log zerolog.Logger) (Config, error) {
+	cfg := Default()
+	f, err := os.Open(path)
+	if err != nil {
+		return cfg, fmt.Errorf("open config: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	lineNo := 0
+	for sc.Scan() {
+		lineNo++
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, value, ok := strings.Cut(line, "=")
+		if !ok {
+			return cfg, fmt.Errorf("%s:%d: expected key=value, got %q", path, lineNo, line)
+		}
+		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
+		if err := cfg.set(key, value, log); err != nil {
+			return cfg, fmt.Errorf("%s:%d: %s: %w", path, lineNo, key, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return cfg, fmt.Errorf("read config: %w", err)
+	}
+	return cfg, nil
+}
+
+func (c *Config) set(key, value string, log zerolog.Logger) error {
+	atoi := func() (int, error) { return strconv.Atoi(value) }
+	switch key {
+	case "tickTime":
+		n, err := atoi()
+		if err != nil || n <= 0 {
+			return fmt.Errorf("must be a positive integer, got %q", value)
+		}
+		c.TickTimeMs = int32(n)
+	case "dataDir":
+		c.DataDir = value
+	case "dataLogDir":
+		c.DataLogDir = value
+	case "clientPort":
+		n, err := atoi()
+		if err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("must be a port number, got %q", value)
+		}
+		c.ClientPort = n
+	case "clientPortAddress":
+		c.ClientPortAddress = value
+	case "maxClientCnxns":
+		n, err := atoi()
+		if err != nil || n < 0 {
+			return fmt.Errorf("must be a non-negative integer, got %q", value)
+		}
+		c.MaxClientCnxns = n
+	case "minSessionTimeout", "maxSessionTimeout":
+		n, err := atoi()
+		if err != nil {
+			return fmt.Errorf("must be an integer, got %q", value)
+		}
+		if key == "minSessionTimeout" {
+			c.MinSessionTimeoutMs = int32(n)
+		} else {
+			c.MaxSessionTimeoutMs = int32(n)
+		}
+	case "jute.maxbuffer":
+		n, err := strconv.ParseInt(value, 0, 32)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("must be a positive integer, got %q", value)
+		}
+		c.JuteMaxBuffer = int(n)
+	case "extendedTypesEnabled", "zookeeper.extendedTypesEnabled":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("must be true or false, got %q", value)
+		}
+		c.ExtendedTypes = b
+	case "4lw.commands.whitelist":
+		c.FourLetterWords = map[string]bool{}
+		for _, w := range strings.Split(value, ",") {
+			w = strings.TrimSpace(w)
+			if w == "*" {
+				for _, k := range knownFourLetterWords {
+					c.FourLetterWords[k] = true
+				}
+			} else if w != "" {
+				c.FourLetterWords[w] = true
+			}
+		}
+	case "znode.container.checkIntervalMs":
+		n, err := atoi()
+		if err != nil || n <= 0 {
+			return fmt.Errorf("must be a positive integer, got %q", value)
+		}
+		c.ContainerCheckInterval = time.Duration(n) * time.Millisecond
+	case "DigestAuthenticationProvider.superDigest", "zookeeper.DigestAuthenticationProvider.superDigest":
+		c.SuperDigest = value
+	case "snapCount":
+		n, err := strconv.ParseUint(value, 10, 64)
+		if err != nil || n == 0 {
+			return fmt.Errorf("must be a positive integer, got %q", value)
+		}
+		c.SnapshotEvery = n
+	default:
+		if !ignoredKeys[key] {
+			log.Warn().Str("key", key).Str("value", value).Msg("unknown config key ignored")
+		}
+	}
+	return nil
+}
+
+// SessionBounds returns the negotiated-timeout range in ms.
+func (c *Config) SessionBounds() (minMs, maxMs int32) {
+	minMs, maxMs = 2*c.TickTimeMs, 20*c.TickTimeMs
+	if c.MinSessionTimeoutMs > 0 {
+		minMs = c.MinSessionTimeoutMs
+	}
+	if c.MaxSessionTimeoutMs > 0 {
+		maxMs = c.MaxSessionTimeoutMs
+	}
+	if maxMs < minMs {
+		maxMs = minMs
+	}
+	return minMs, maxMs
+}
+
+// LogDir is where the raft log lives.
+func (c *Config) LogDir() string {
+	if c.DataLogDir != "" {
+		return c.DataLogDir
+	}
+	return c.DataDir
+}

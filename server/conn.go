@@ -1,0 +1,383 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/session"
+)
+
+// maxInFlight bounds the requests of one connection that are decoded but not
+// yet answered; the reader stops reading when it is reached (back-pressure).
+const maxInFlight = 1000
+
+// maxQueuedNotifications bounds events and ping replies waiting for a slow
+// client; past it the connection is closed rather than grow without bound.
+const maxQueuedNotifications = 100000
+
+// item is one request of a connection, answered in arrival order by the
+// writer goroutine. If ready is not nil, the writer waits for it to close
+// (a write's apply, a sync's read barrier) before calling build.
+type item struct {
+	ready    chan struct{}
+	res      applyResult // set before ready is closed
+	err      error       // set before ready is closed
+	deadline time.Time
+	build    func(c *conn, it *item) (frame []byte, closeAfter bool)
+	received time.Time
+}
+
+// conn is one client connection. The reader goroutine decodes requests,
+// proposes writes and queues items; the writer goroutine answers items in
+// order, and writes notifications and ping replies (the out-of-band queue)
+// before any later reply.
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	id     uint64
+	ip     string
+	remote string
+	log    zerolog.Logger
+
+	sessionID int64
+	timeoutMs int32
+	authIDs   atomic.Pointer[[]jute.Id] // copy-on-write; ip first, then added ids
+
+	items chan *item
+	enc   *jute.Encoder // writer goroutine only
+	bw    *bufio.Writer // writer goroutine only
+
+	oobMu sync.Mutex
+	oob   [][]byte
+	wake  chan struct{}
+
+	closeOnce sync.Once
+	done      chan struct{}
+
+	established time.Time
+	stats       connStats
+}
+
+func newConn(srv *Server, nc net.Conn) *conn {
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	c := &conn{
+		srv:         srv,
+		nc:          nc,
+		id:          srv.nextConn.Add(1),
+		ip:          host,
+		remote:      nc.RemoteAddr().String(),
+		items:       make(chan *item, maxInFlight),
+		enc:         jute.NewEncoder(make([]byte, 0, 4096)),
+		bw:          bufio.NewWriterSize(nc, 64*1024),
+		wake:        make(chan struct{}, 1),
+		done:        make(chan struct{}),
+		established: time.Now(),
+	}
+	c.log = srv.log.With().Str("remote", c.remote).Logger()
+	ids := []jute.Id{{Scheme: "ip", ID: host}}
+	c.authIDs.Store(&ids)
+	c.stats.minLatency.Store(-1)
+	return c
+}
+
+// notify implements watcher: queue a notification frame.
+func (c *conn) notify(frame []byte) {
+	c.stats.watchEvents.Add(1)
+	c.pushOOB(frame)
+}
+
+func (c *conn) pushOOB(frame []byte) {
+	c.oobMu.Lock()
+	over := len(c.oob) >= maxQueuedNotifications
+	if !over {
+		c.oob = append(c.oob, frame)
+	}
+	c.oobMu.Unlock()
+	if over {
+		c.log.Warn().Msg("client not reading notifications, closing connection")
+		c.close()
+		return
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		_ = c.nc.Close()
+	})
+}
+
+func (c *conn) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// serve runs a connection to its end.
+func (c *conn) serve() {
+	defer c.srv.dropConn(c)
+	defer c.close()
+	br := bufio.NewReaderSize(c.nc, 64*1024)
+
+	// A connection that sends nothing is dropped (sessionlessCnxnTimeout).
+	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var first [4]byte
+	if _, err := io.ReadFull(br, first[:]); err != nil {
+		return
+	}
+	if cmd := string(first[:]); isFourLetterWord(cmd) {
+		c.srv.fourLetterWord(c.nc, cmd)
+		return
+	}
+	n := int32(binary.BigEndian.Uint32(first[:]))
+	if n < 0 || int(n) > c.srv.cfg.JuteMaxBuffer {
+		c.log.Warn().Int32("length", n).Msg("bad connect frame length, closing")
+		return
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(br, buf); err != nil {
+		return
+	}
+	var req jute.ConnectRequest
+	if err := jute.Unmarshal(buf, &req); err != nil {
+		c.log.Warn().Err(err).Msg("malformed connect request, closing")
+		return
+	}
+	if !c.handshake(&req) {
+		return
+	}
+	_ = c.nc.SetReadDeadline(time.Time{})
+
+	go c.writeLoop()
+	c.readLoop(br)
+}
+
+// handshake settles the session of a new connection, answering as
+// ZooKeeper 3.8 does. It reports whether the connection goes on.
+func (c *conn) handshake(req *jute.ConnectRequest) bool {
+	srv := c.srv
+	if last := srv.sm.lastZxid.Load(); req.LastZxidSeen > last {
+		c.log.Warn().Int64("client_zxid", req.LastZxidSeen).Int64("server_zxid", last).
+			Msg("client has seen a newer zxid than this server, closing")
+		return false
+	}
+	minMs, maxMs := srv.cfg.SessionBounds()
+	timeout := session.NegotiateTimeout(req.TimeOut, minMs, maxMs)
+	resp := jute.ConnectResponse{TimeOut: timeout, HasReadOnly: req.HasReadOnly}
+
+	if req.SessionID == 0 {
+		passwd, err := session.NewPassword(rand.Reader)
+		if err != nil {
+			c.log.Error().Err(err).Msg("session password")
+			return false
+		}
+		id := srv.ids.Next()
+		done := make(chan applyResult, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout)*time.Millisecond)
+		defer cancel()
+		e := &entry{Type: entryCreateSession, SessionID: id,
+			Body: jute.Marshal(&sessionRecord{ID: id, TimeoutMs: timeout, Password: passwd})}
+		if err := srv.propose(ctx, e, func(r applyResult) { done <- r }); err != nil {
+			c.log.Warn().Err(err).Msg("create session failed, closing")
+			return false
+		}
+		select {
+		case r := <-done:
+			if r.Err != 0 {
+				return false
+			}
+		case <-ctx.Done():
+			srv.cancelWait(e.ReqID)
+			c.log.Warn().Msg("create session not committed in time, closing")
+			return false
+		case <-c.done:
+			return false
+		}
+		resp.SessionID, resp.Passwd = id, passwd
+		srv.log.Info().Str("session", sessionHex(id)).Int32("timeout_ms", timeout).Str("remote", c.remote).Msg("session created")
+	} else {
+		srv.detachSession(req.SessionID)
+		sess, ok := srv.sm.session(req.SessionID)
+		if !ok || srv.tracker.IsClosing(req.SessionID) || !session.VerifyPassword(sess, req.Passwd) {
+			// Expired, unknown, closing or wrong password: ZooKeeper's answer.
+			c.writeConnectResponse(&jute.ConnectResponse{Passwd: make([]byte, 16), HasReadOnly: req.HasReadOnly})
+			c.log.Info().Str("session", sessionHex(req.SessionID)).Bool("known", ok).Msg("session reattach refused")
+			return false
+		}
+		srv.tracker.Track(req.SessionID, timeout)
+		resp.SessionID, resp.Passwd = sess.ID, sess.Password
+		srv.log.Debug().Str("session", sessionHex(sess.ID)).Msg("session reattached")
+	}
+	c.sessionID, c.timeoutMs = resp.SessionID, timeout
+	if !srv.attachSession(c) {
+		return false
+	}
+	return c.writeConnectResponse(&resp)
+}
+
+func (c *conn) writeConnectResponse(resp *jute.ConnectResponse) bool {
+	enc := jute.NewEncoder(nil)
+	start := enc.StartFrame()
+	enc.WriteRecord(resp)
+	enc.EndFrame(start)
+	_ = c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	_, err := c.nc.Write(enc.Bytes())
+	_ = c.nc.SetWriteDeadline(time.Time{})
+	return err == nil
+}
+
+// readLoop reads request frames until the connection ends.
+func (c *conn) readLoop(br *bufio.Reader) {
+	var buf []byte
+	for {
+		frame, err := jute.ReadFrame(br, buf, c.srv.cfg.JuteMaxBuffer)
+		if err != nil {
+			if errors.Is(err, jute.ErrFrameTooLarge) {
+				c.log.Warn().Err(err).Msg("frame above jute.maxbuffer, closing connection")
+			} else if !errors.Is(err, io.EOF) && !c.closed() {
+				c.log.Debug().Err(err).Msg("read failed, closing connection")
+			}
+			return
+		}
+		buf = frame[:0]
+		c.stats.received.Add(1)
+		c.srv.stats.received.Add(1)
+		c.srv.tracker.Touch(c.sessionID)
+		if len(frame) < 8 {
+			c.log.Warn().Int("length", len(frame)).Msg("request header too short, closing connection")
+			return
+		}
+		var hdr jute.RequestHeader
+		d := jute.NewDecoder(frame, len(frame))
+		_ = d.ReadRecord(&hdr)
+		if !c.handle(hdr, frame[8:]) {
+			return
+		}
+	}
+}
+
+// enqueue hands an item to the writer; false if the connection is closing.
+func (c *conn) enqueue(it *item) bool {
+	it.received = time.Now()
+	c.srv.stats.outstanding.Add(1)
+	select {
+	case c.items <- it:
+		return true
+	case <-c.done:
+		c.srv.stats.outstanding.Add(-1)
+		return false
+	}
+}
+
+// writeLoop answers items in order. Before each reply it writes every queued
+// notification: an event queued during an apply is on the wire before the
+// reply of any request that was answered after that apply.
+func (c *conn) writeLoop() {
+	defer c.close()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-c.wake:
+			if !c.flushOOB() || c.bw.Flush() != nil {
+				return
+			}
+		case it := <-c.items:
+			if !c.answer(it) {
+				return
+			}
+		}
+	}
+}
+
+func (c *conn) answer(it *item) bool {
+	defer c.srv.stats.outstanding.Add(-1)
+	if it.ready != nil {
+		timer := time.NewTimer(time.Until(it.deadline))
+		defer timer.Stop()
+	wait:
+		for {
+			select {
+			case <-it.ready:
+				break wait
+			case <-c.wake:
+				if !c.flushOOB() || c.bw.Flush() != nil {
+					return false
+				}
+			case <-timer.C:
+				c.log.Warn().Msg("request not committed in time, closing connection")
+				return false
+			case <-c.done:
+				return false
+			}
+		}
+	}
+	if !c.flushOOB() {
+		return false
+	}
+	frame, closeAfter := it.build(c, it)
+	if frame != nil {
+		if _, err := c.bw.Write(frame); err != nil {
+			return false
+		}
+		c.stats.sent.Add(1)
+		c.srv.stats.sent.Add(1)
+		lat := time.Since(it.received).Milliseconds()
+		c.stats.recordLatency(lat)
+		c.srv.stats.recordLatency(lat)
+	}
+	if closeAfter {
+		_ = c.bw.Flush()
+		return false
+	}
+	if len(c.items) == 0 {
+		return c.bw.Flush() == nil
+	}
+	return true
+}
+
+func (c *conn) flushOOB() bool {
+	c.oobMu.Lock()
+	frames := c.oob
+	c.oob = nil
+	c.oobMu.Unlock()
+	for _, f := range frames {
+		if _, err := c.bw.Write(f); err != nil {
+			return false
+		}
+		c.stats.sent.Add(1)
+		c.srv.stats.sent.Add(1)
+	}
+	return true
+}
+
+// reply encodes a reply frame with the connection's encoder (writer only).
+func (c *conn) reply(xid int32, zxid int64, code int32, body jute.Record) []byte {
+	c.enc.Reset()
+	start := c.enc.StartFrame()
+	c.enc.WriteRecord(&jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: code})
+	if code == 0 && body != nil {
+		c.enc.WriteRecord(body)
+	}
+	c.enc.EndFrame(start)
+	c.stats.lastZxid.Store(zxid)
+	return c.enc.Bytes()
+}

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"sync/atomic"
+	"time"
+)
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.listener.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn().Err(err).Msg("accept failed")
+			select {
+			case <-s.stopC:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		c := newConn(s, nc)
+		if !s.addConn(c) {
+			_ = nc.Close()
+			continue
+		}
+		go c.serve()
+	}
+}
+
+// addConn registers a connection, enforcing maxClientCnxns per client IP.
+func (s *Server) addConn(c *conn) bool {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	select {
+	case <-s.stopC:
+		return false
+	default:
+	}
+	if max := s.cfg.MaxClientCnxns; max > 0 && s.perIP[c.ip] >= max {
+		s.log.Warn().Str("ip", c.ip).Int("max", max).Msg("too many connections from this address, refusing")
+		return false
+	}
+	s.perIP[c.ip]++
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) dropConn(c *conn) {
+	s.connMu.Lock()
+	if _, ok := s.conns[c]; ok {
+		delete(s.conns, c)
+		if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+			delete(s.perIP, c.ip)
+		}
+	}
+	if c.sessionID != 0 && s.bySess[c.sessionID] == c {
+		delete(s.bySess, c.sessionID)
+	}
+	s.connMu.Unlock()
+	s.watches.removeWatcher(c)
+}
+
+// attachSession binds a session to its connection.
+func (s *Server) attachSession(c *conn) bool {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if c.closed() {
+		return false
+	}
+	s.bySess[c.sessionID] = c
+	return true
+}
+
+// detachSession silently closes the connection a session was attached to,
+// before a new connection takes the session over.
+func (s *Server) detachSession(id int64) {
+	s.connMu.Lock()
+	old := s.bySess[id]
+	delete(s.bySess, id)
+	s.connMu.Unlock()
+	if old != nil {
+		old.close()
+	}
+}
+
+// latencyStats keeps min/avg/max request latency in ms.
+type latencyStats struct {
+	minLatency atomic.Int64 // -1 until the first sample
+	maxLatency atomic.Int64
+	sumLatency atomic.Int64
+	count      atomic.Int64
+}
+
+func (l *latencyStats) recordLatency(ms int64) {
+	l.count.Add(1)
+	l.sumLatency.Add(ms)
+	for {
+		cur := l.minLatency.Load()
+		if (cur >= 0 && cur <= ms) || l.minLatency.CompareAndSwap(cur, ms) {
+			break
+		}
+	}
+	for {
+		cur := l.maxLatency.Load()
+		if cur >= ms || l.maxLatency.CompareAndSwap(cur, ms) {
+			break
+		}
+	}
+}
+
+func (l *latencyStats) resetLatency() {
+	l.minLatency.Store(-1)
+	l.maxLatency.Store(0)
+	l.sumLatency.Store(0)
+	l.count.Store(0)
+}
+
+func (l *latencyStats) latency() (min int64, avg float64, max int64) {
+	n := l.count.Load()
+	if n == 0 {
+		return 0, 0, 0
+	}
+	min = l.minLatency.Load()
+	if min < 0 {
+		min = 0
+	}
+	return min, float64(l.sumLatency.Load()) / float64(n), l.maxLatency.Load()
+}
+
+type serverStats struct {
+	latencyStats
+	received    atomic.Int64
+	sent        atomic.Int64
+	outstanding atomic.Int64
+}
+
+func (st *serverStats) reset() {
+	st.resetLatency()
+	st.received.Store(0)
+	st.sent.Store(0)
+}
+
+type connStats struct {
+	latencyStats
+	received    atomic.Int64
+	sent        atomic.Int64
+	watchEvents atomic.Int64
+	lastOp      atomic.Int32
+	lastCxid    atomic.Int32
+	lastZxid    atomic.Int64
+}

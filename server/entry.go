@@ -1,0 +1,104 @@
+package server
+
+import (
+	"fmt"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// entryVersion is the format version written first in every entry. A replica
+// that meets a version it does not know must stop rather than guess.
+const entryVersion int32 = 1
+
+// Internal entry types that never come from a client. Client writes use their
+// own opcode as the type (create 1, delete 2, setData 5, setACL 7, multi 14,
+// create2 15, createContainer 19, createTTL 21).
+const (
+	entryCreateSession   = jute.OpCreateSession   // body: sessionRecord
+	entryCloseSession    = jute.OpCloseSession    // body: none; the entry's session is closed
+	entryExpireSession   int32 = -12               // body: none; like close, decided by the leader's tracker
+	entryDeleteContainer = jute.OpDeleteContainer // body: PathRequest
+	entryDeleteTTL       int32 = -20               // body: PathRequest
+)
+
+// entry is the unit of replication: one client write or one server decision,
+// with everything its apply needs. Nothing in apply reads a clock or a random
+// source: Time, session ids and passwords travel here.
+type entry struct {
+	// Proposer and ReqID identify the proposal so the member that proposed it
+	// can hand the result to the waiting connection. ReqID is unique per
+	// proposer incarnation (a random base plus a counter).
+	Proposer  uint64
+	ReqID     uint64
+	Time      int64 // ms since epoch, the proposer's wall clock
+	SessionID int64
+	Cxid      int32
+	Type      int32
+	Auth      []jute.Id // the caller's identities at propose time, for ACL checks
+	Body      []byte    // the request record as received (or an internal record)
+}
+
+func (e *entry) Encode(enc *jute.Encoder) {
+	enc.WriteInt(entryVersion)
+	enc.WriteLong(int64(e.Proposer))
+	enc.WriteLong(int64(e.ReqID))
+	enc.WriteLong(e.Time)
+	enc.WriteLong(e.SessionID)
+	enc.WriteInt(e.Cxid)
+	enc.WriteInt(e.Type)
+	enc.WriteInt(int32(len(e.Auth)))
+	for i := range e.Auth {
+		enc.WriteString(e.Auth[i].Scheme)
+		enc.WriteString(e.Auth[i].ID)
+	}
+	enc.WriteBuffer(e.Body)
+}
+
+func (e *entry) Decode(d *jute.Decoder) error {
+	if v := d.ReadInt(); d.Err() == nil && v != entryVersion {
+		return fmt.Errorf("entry: unknown format version %d", v)
+	}
+	e.Proposer = uint64(d.ReadLong())
+	e.ReqID = uint64(d.ReadLong())
+	e.Time = d.ReadLong()
+	e.SessionID = d.ReadLong()
+	e.Cxid = d.ReadInt()
+	e.Type = d.ReadInt()
+	n := d.ReadInt()
+	if n < 0 || int(n) > d.Remaining()/8 {
+		if d.Err() == nil {
+			return fmt.Errorf("entry: bad auth count %d", n)
+		}
+		return fmt.Errorf("entry: %w", d.Err())
+	}
+	e.Auth = make([]jute.Id, n)
+	for i := range e.Auth {
+		e.Auth[i].Scheme = d.ReadString()
+		e.Auth[i].ID = d.ReadString()
+	}
+	e.Body = d.ReadBuffer()
+	if err := d.Err(); err != nil {
+		return fmt.Errorf("entry: %w", err)
+	}
+	return nil
+}
+
+// sessionRecord is the body of a createSession entry.
+type sessionRecord struct {
+	ID        int64
+	TimeoutMs int32
+	Password  []byte
+}
+
+func (s *sessionRecord) Encode(e *jute.Encoder) {
+	e.WriteLong(s.ID)
+	e.WriteInt(s.TimeoutMs)
+	e.WriteBuffer(s.Password)
+}
+
+func (s *sessionRecord) Decode(d *jute.Decoder) error {
+	s.ID = d.ReadLong()
+	s.TimeoutMs = d.ReadInt()
+	s.Password = d.ReadBuffer()
+	return d.Err()
+}

@@ -1,0 +1,204 @@
+package server
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// writeTimeout bounds how long a connection waits for its write to be
+// applied; past it the connection is closed and the client sees
+// ConnectionLoss (the write may or may not have happened, as in ZooKeeper).
+const writeTimeout = 30 * time.Second
+
+// handle dispatches one request. It returns false when the connection must
+// end now.
+func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
+	xid, op := hdr.Xid, hdr.Type
+	c.stats.lastOp.Store(op)
+	c.stats.lastCxid.Store(xid)
+	switch op {
+	case jute.OpPing:
+		c.pushOOB(pingFrame(c.srv.sm.lastZxid.Load()))
+		return true
+	case jute.OpAuth:
+		return c.handleAuth(xid, body)
+	case jute.OpSASL:
+		return c.enqueueReply(xid, 0, &jute.BufferRecord{}, false)
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti:
+		return c.handleWrite(xid, op, body)
+	case jute.OpCloseSession:
+		return c.handleClose(xid)
+	case jute.OpSync:
+		return c.handleSync(xid, body)
+	case jute.OpCheck:
+		// Only valid inside multi. ZooKeeper 3.8.0 logged it as a txn it
+		// could not replay; zkraft answers Unimplemented and goes on.
+		return c.enqueueReply(xid, jute.ErrUnimplemented, nil, false)
+	case jute.OpReconfig:
+		var r jute.ReconfigRequest
+		if jute.Unmarshal(body, &r) != nil {
+			return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
+		}
+		return c.enqueueReply(xid, jute.ErrReconfigDisabled, nil, false)
+	case jute.OpCreateSession:
+		c.log.Warn().Msg("client sent createSession, closing connection")
+		return false
+	}
+	if read := c.decodeRead(xid, op, body); read != nil {
+		return c.enqueue(&item{build: read})
+	}
+	if isKnownRead(op) {
+		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
+	}
+	c.log.Warn().Int32("opcode", op).Msg("unknown opcode, closing connection")
+	c.enqueueReply(xid, jute.ErrUnimplemented, nil, true)
+	<-c.done
+	return false
+}
+
+// enqueueReply queues a reply that needs no waiting. Its zxid is the last
+// applied one when it is written (auth replies carry 0).
+func (c *conn) enqueueReply(xid, code int32, body jute.Record, closeAfter bool) bool {
+	return c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+		zxid := c.srv.sm.lastZxid.Load()
+		if xid == jute.XidAuth {
+			zxid = 0
+		}
+		return c.reply(xid, zxid, code, body), closeAfter
+	}})
+}
+
+func pingFrame(zxid int64) []byte {
+	enc := jute.NewEncoder(make([]byte, 0, 20))
+	start := enc.StartFrame()
+	enc.WriteRecord(&jute.ReplyHeader{Xid: jute.XidPing, Zxid: zxid})
+	enc.EndFrame(start)
+	return enc.Bytes()
+}
+
+func (c *conn) handleAuth(xid int32, body []byte) bool {
+	var p jute.AuthPacket
+	if err := jute.Unmarshal(body, &p); err != nil {
+		c.log.Warn().Err(err).Msg("malformed auth packet, closing connection")
+		return false
+	}
+	var added []jute.Id
+	switch p.Scheme {
+	case "digest":
+		if !strings.Contains(string(p.Auth), ":") {
+			break
+		}
+		id := znode.DigestID(string(p.Auth))
+		added = append(added, jute.Id{Scheme: "digest", ID: id})
+		if c.srv.cfg.SuperDigest != "" && id == c.srv.cfg.SuperDigest {
+			added = append(added, jute.Id{Scheme: "super", ID: ""})
+		}
+	case "ip":
+		added = []jute.Id{} // the connection already carries its ip id
+	}
+	if added == nil {
+		c.log.Info().Str("scheme", p.Scheme).Msg("auth failed, closing connection")
+		c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+			return c.reply(xid, 0, jute.ErrAuthFailed, nil), true
+		}})
+		<-c.done
+		return false
+	}
+	old := *c.authIDs.Load()
+	ids := append([]jute.Id(nil), old...)
+	for _, a := range added {
+		dup := false
+		for _, o := range ids {
+			dup = dup || o == a
+		}
+		if !dup {
+			ids = append(ids, a)
+		}
+	}
+	c.authIDs.Store(&ids)
+	return c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+		return c.reply(xid, 0, 0, nil), false
+	}})
+}
+
+func (c *conn) handleWrite(xid, op int32, body []byte) bool {
+	if _, code := decodeWrite(op, body, c.srv.cfg.JuteMaxBuffer); code != 0 {
+		return c.enqueueReply(xid, code, nil, false)
+	}
+	if c.srv.tracker.IsClosing(c.sessionID) {
+		return c.enqueueReply(xid, jute.ErrSessionExpired, nil, false)
+	}
+	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
+	it.build = func(c *conn, it *item) ([]byte, bool) { return c.writeReply(xid, op, &it.res), false }
+	e := &entry{Type: op, SessionID: c.sessionID, Cxid: xid, Auth: *c.authIDs.Load(),
+		Body: append([]byte(nil), body...)}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if err := c.srv.propose(ctx, e, func(r applyResult) { it.res = r; close(it.ready) }); err != nil {
+		c.log.Warn().Err(err).Msg("write not proposed, closing connection")
+		return false
+	}
+	return c.enqueue(it)
+}
+
+// writeReply encodes the reply of an applied write.
+func (c *conn) writeReply(xid, op int32, r *applyResult) []byte {
+	if r.Err != 0 {
+		return c.reply(xid, r.Zxid, r.Err, nil)
+	}
+	var body jute.Record
+	switch op {
+	case jute.OpCreate:
+		body = &jute.CreateResponse{Path: r.Res.Path}
+	case jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
+		body = &jute.Create2Response{Path: r.Res.Path, Stat: r.Res.Stat}
+	case jute.OpSetData, jute.OpSetACL:
+		body = &jute.StatResponse{Stat: r.Res.Stat}
+	case jute.OpMulti:
+		body = &jute.MultiResponse{Results: r.Res.Multi}
+	}
+	return c.reply(xid, r.Zxid, 0, body)
+}
+
+func (c *conn) handleClose(xid int32) bool {
+	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
+	it.build = func(c *conn, it *item) ([]byte, bool) { return c.reply(xid, it.res.Zxid, 0, nil), true }
+	e := &entry{Type: entryCloseSession, SessionID: c.sessionID, Cxid: xid}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if err := c.srv.propose(ctx, e, func(r applyResult) { it.res = r; close(it.ready) }); err != nil {
+		return false
+	}
+	c.srv.tracker.SetClosing(c.sessionID)
+	c.srv.log.Info().Str("session", sessionHex(c.sessionID)).Msg("session closing")
+	c.enqueue(it)
+	<-c.done
+	return false
+}
+
+func (c *conn) handleSync(xid int32, body []byte) bool {
+	var r jute.PathRequest
+	if jute.Unmarshal(body, &r) != nil {
+		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
+	}
+	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+		defer cancel()
+		_, it.err = c.srv.node.ReadIndex(ctx)
+		close(it.ready)
+	}()
+	it.build = func(c *conn, it *item) ([]byte, bool) {
+		if it.err != nil {
+			c.log.Warn().Err(it.err).Msg("sync failed, closing connection")
+			return nil, true
+		}
+		return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
+	}
+	return c.enqueue(it)
+}

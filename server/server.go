@@ -1,0 +1,323 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/zkraft/zkraft/consensus"
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/session"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// Server is one zkraft member: client connections in front of a raft group
+// (one member when standalone). See doc.go for the request path.
+type Server struct {
+	cfg   Config
+	log   zerolog.Logger
+	start time.Time
+
+	sm      *stateMachine
+	node    *consensus.Node
+	watches *watchManager
+	tracker *session.Tracker
+	ids     *session.IDGenerator
+	leader  atomic.Bool
+
+	// Proposals waiting for their entry to be applied, keyed by ReqID.
+	waitMu   sync.Mutex
+	waiters  map[uint64]func(applyResult)
+	reqBase  uint64 // random per incarnation, so replayed entries never match a new waiter
+	reqCount atomic.Uint64
+
+	connMu   sync.Mutex
+	conns    map[*conn]struct{}
+	bySess   map[int64]*conn // the connection each session is attached to
+	perIP    map[string]int
+	nextConn atomic.Uint64
+
+	listener net.Listener
+	stats    serverStats
+
+	stopOnce sync.Once
+	stopC    chan struct{}
+	wg       sync.WaitGroup
+}
+
+// New builds a server from a config; Start runs it.
+func New(cfg Config, log zerolog.Logger) *Server {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	s := &Server{
+		cfg:     cfg,
+		log:     log,
+		start:   time.Now(),
+		watches: newWatchManager(),
+		tracker: session.NewTracker(session.SystemClock{}, int64(cfg.TickTimeMs)),
+		ids:     session.NewIDGenerator(uint8(cfg.ServerID), time.Now().UnixMilli()),
+		waiters: map[uint64]func(applyResult){},
+		reqBase: binary.BigEndian.Uint64(b[:]) &^ 0xffffffff,
+		conns:   map[*conn]struct{}{},
+		bySess:  map[int64]*conn{},
+		perIP:   map[string]int{},
+		stopC:   make(chan struct{}),
+	}
+	s.stats.reset()
+	s.sm = newStateMachine(znode.Options{ExtendedTypesEnabled: cfg.ExtendedTypes}, s.watches, s, log)
+	return s
+}
+
+// Start opens storage, replays the log, waits until every committed entry is
+// applied, then listens for clients.
+func (s *Server) Start() error {
+	for _, dir := range []string{s.cfg.DataDir, s.cfg.LogDir()} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create data dir: %w", err)
+		}
+	}
+	node, err := consensus.Start(consensus.Config{
+		ID:            s.cfg.ServerID,
+		Peers:         []consensus.Peer{{ID: s.cfg.ServerID}},
+		DataDir:       s.cfg.LogDir(),
+		SnapshotEvery: s.cfg.SnapshotEvery,
+		Logger:        s.log.With().Str("component", "consensus").Logger(),
+		OnLeaderChange: func(isLeader bool, leaderID, term uint64) {
+			s.onLeaderChange(isLeader, leaderID, term)
+		},
+	}, s.sm)
+	if err != nil {
+		return fmt.Errorf("start consensus: %w", err)
+	}
+	s.node = node
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := waitCaughtUp(ctx, node); err != nil {
+		_ = node.Stop()
+		return fmt.Errorf("wait for log replay: %w", err)
+	}
+	addr := net.JoinHostPort(s.cfg.ClientPortAddress, strconv.Itoa(s.cfg.ClientPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		_ = node.Stop()
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	s.listener = ln
+	s.log.Info().Str("addr", ln.Addr().String()).Int64("zxid", s.sm.lastZxid.Load()).
+		Int("sessions", s.sessionCount()).Msg("serving clients")
+	s.wg.Add(3)
+	go s.acceptLoop()
+	go s.expiryLoop()
+	go s.containerLoop()
+	return nil
+}
+
+// waitCaughtUp returns once a leader exists and this member applied every
+// entry committed before the call, retrying while there is no leader yet.
+func waitCaughtUp(ctx context.Context, node *consensus.Node) error {
+	for {
+		_, err := node.ReadIndex(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-node.Done():
+			return fmt.Errorf("consensus stopped: %w", node.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Addr is the client listener's address.
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
+// Done is closed when the server stopped or its consensus node failed.
+func (s *Server) Done() <-chan struct{} { return s.node.Done() }
+
+// Stop closes client connections and the listener, and stops the node. The
+// sessions stay in the replicated state: clients reattach after a restart.
+func (s *Server) Stop() error {
+	var err error
+	s.stopOnce.Do(func() {
+		close(s.stopC)
+		if s.listener != nil {
+			_ = s.listener.Close()
+		}
+		s.connMu.Lock()
+		for c := range s.conns {
+			c.close()
+		}
+		s.connMu.Unlock()
+		s.wg.Wait()
+		if s.node != nil {
+			err = s.node.Stop()
+		}
+		s.log.Info().Msg("server stopped")
+	})
+	return err
+}
+
+func (s *Server) sessionCount() int {
+	s.sm.mu.RLock()
+	defer s.sm.mu.RUnlock()
+	return s.sm.sessions.Len()
+}
+
+// propose replicates an entry. onApplied, if not nil, runs on the apply
+// goroutine with the entry's result on this member.
+func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResult)) error {
+	e.Proposer = s.cfg.ServerID
+	e.ReqID = s.reqBase | (s.reqCount.Add(1) & 0xffffffff)
+	if e.Time == 0 {
+		e.Time = time.Now().UnixMilli()
+	}
+	if onApplied != nil {
+		s.waitMu.Lock()
+		s.waiters[e.ReqID] = onApplied
+		s.waitMu.Unlock()
+	}
+	enc := jute.NewEncoder(make([]byte, 0, 64+len(e.Body)))
+	e.Encode(enc)
+	if err := s.node.Propose(ctx, enc.Bytes()); err != nil {
+		s.cancelWait(e.ReqID)
+		return fmt.Errorf("propose: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) cancelWait(reqID uint64) {
+	s.waitMu.Lock()
+	delete(s.waiters, reqID)
+	s.waitMu.Unlock()
+}
+
+// applied implements applyHooks: hand the result to the proposer's waiter.
+func (s *Server) applied(e *entry, res applyResult) {
+	if e.Proposer != s.cfg.ServerID {
+		return
+	}
+	s.waitMu.Lock()
+	fn := s.waiters[e.ReqID]
+	delete(s.waiters, e.ReqID)
+	s.waitMu.Unlock()
+	if fn != nil {
+		fn(res)
+	}
+}
+
+func (s *Server) sessionCreated(sess session.Session) {
+	s.tracker.Track(sess.ID, sess.TimeoutMs)
+}
+
+// sessionClosed implements applyHooks. An expired session's connection is
+// closed without a message, as ZooKeeper does; an explicit close is answered
+// by the connection that asked for it.
+func (s *Server) sessionClosed(id int64, expired bool) {
+	s.tracker.Remove(id)
+	if !expired {
+		return
+	}
+	s.connMu.Lock()
+	c := s.bySess[id]
+	s.connMu.Unlock()
+	if c != nil {
+		c.close()
+	}
+	s.log.Info().Str("session", sessionHex(id)).Msg("session expired")
+}
+
+func (s *Server) onLeaderChange(isLeader bool, leaderID, term uint64) {
+	was := s.leader.Swap(isLeader)
+	if isLeader && !was {
+		// A new leader gives every session a fresh timeout, as ZooKeeper does.
+		s.sm.mu.RLock()
+		all := s.sm.sessions.All()
+		s.sm.mu.RUnlock()
+		s.tracker.ResetAll(all)
+	}
+	s.log.Info().Bool("leader", isLeader).Uint64("leader_id", leaderID).Uint64("term", term).Msg("leader changed")
+}
+
+// expiryLoop proposes the expiry of sessions whose deadline passed. Only the
+// leader decides; the decision is applied through the log like any write.
+func (s *Server) expiryLoop() {
+	defer s.wg.Done()
+	period := time.Duration(s.cfg.TickTimeMs) * time.Millisecond / 2
+	if period < 10*time.Millisecond {
+		period = 10 * time.Millisecond
+	}
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopC:
+			return
+		case <-t.C:
+		}
+		if !s.leader.Load() {
+			continue
+		}
+		for _, id := range s.tracker.Expired() {
+			s.tracker.SetClosing(id)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := s.propose(ctx, &entry{Type: entryExpireSession, SessionID: id}, nil)
+			cancel()
+			if err != nil {
+				s.log.Warn().Err(err).Str("session", sessionHex(id)).Msg("propose session expiry failed")
+				if sess, ok := s.sm.session(id); ok {
+					s.tracker.Track(id, sess.TimeoutMs) // try again later
+				}
+			}
+		}
+	}
+}
+
+// containerLoop removes empty containers and expired TTL nodes, on the leader,
+// through the log (apply re-checks the condition with the entry's time).
+func (s *Server) containerLoop() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.ContainerCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stopC:
+			return
+		case <-t.C:
+		}
+		if !s.leader.Load() {
+			continue
+		}
+		now := time.Now().UnixMilli()
+		s.sm.mu.RLock()
+		containers, ttls := s.sm.tree.ExpiryCandidates(now)
+		s.sm.mu.RUnlock()
+		for _, list := range []struct {
+			typ   int32
+			paths []string
+		}{{entryDeleteContainer, containers}, {entryDeleteTTL, ttls}} {
+			for _, p := range list.paths {
+				e := &entry{Type: list.typ, Time: now, Body: jute.Marshal(&jute.PathRequest{Path: p})}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := s.propose(ctx, e, nil)
+				cancel()
+				if err != nil && !errors.Is(err, context.Canceled) {
+					s.log.Warn().Err(err).Str("path", p).Msg("propose node removal failed")
+				}
+			}
+		}
+	}
+}
+
+func sessionHex(id int64) string { return "0x" + strconv.FormatUint(uint64(id), 16) }

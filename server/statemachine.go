@@ -1,0 +1,272 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/session"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// applyResult is what applying one entry produced, handed to the connection
+// that proposed it.
+type applyResult struct {
+	Zxid    int64
+	Err     int32        // top-level ZooKeeper error code
+	Res     znode.Result // for data writes
+	Session session.Session
+}
+
+// applyHooks lets the server react to applied entries. Each hook runs on the
+// apply goroutine after the state lock is released; it must not block.
+type applyHooks interface {
+	applied(e *entry, res applyResult)
+	sessionCreated(s session.Session)
+	sessionClosed(id int64, expired bool)
+}
+
+// stateMachine is zkraft's replicated state: the data tree and the session
+// table. It implements consensus.StateMachine.
+//
+// Invariants:
+//   - Apply is deterministic: its effect depends only on the state and the
+//     entry (time, session ids and passwords travel in the entry).
+//   - The zxid of an entry is its raft index, so zxids only grow.
+//   - Watch events of an entry are queued on the watching connections while
+//     the write lock is held, so any read that can observe the change (it
+//     takes the read lock) runs after the event was queued.
+type stateMachine struct {
+	mu       sync.RWMutex
+	tree     *znode.Tree
+	sessions *session.Table
+	treeOpts znode.Options
+
+	lastZxid atomic.Int64 // zxid of the last applied entry
+
+	watches *watchManager
+	hooks   applyHooks
+	log     zerolog.Logger
+}
+
+func newStateMachine(opts znode.Options, watches *watchManager, hooks applyHooks, log zerolog.Logger) *stateMachine {
+	return &stateMachine{
+		tree:     znode.New(opts),
+		sessions: session.NewTable(),
+		treeOpts: opts,
+		watches:  watches,
+		hooks:    hooks,
+		log:      log,
+	}
+}
+
+// Apply implements consensus.StateMachine.
+func (sm *stateMachine) Apply(index, term uint64, data []byte) {
+	zxid := int64(index)
+	var e entry
+	if err := e.Decode(jute.NewDecoder(data, len(data))); err != nil {
+		// Every replica fails the same way on the same bytes, so skipping
+		// keeps them in agreement; it can only mean a bug in a proposer.
+		sm.log.Error().Err(err).Uint64("index", index).Msg("undecodable entry skipped")
+		sm.lastZxid.Store(zxid)
+		return
+	}
+	sm.mu.Lock()
+	res, events, closed, expired := sm.applyLocked(&e, zxid)
+	sm.lastZxid.Store(zxid)
+	sm.watches.trigger(events)
+	sm.mu.Unlock()
+
+	if e.Type == entryCreateSession && res.Err == 0 {
+		sm.hooks.sessionCreated(res.Session)
+	}
+	if closed {
+		sm.hooks.sessionClosed(e.SessionID, expired)
+	}
+	sm.hooks.applied(&e, res)
+}
+
+func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, events []znode.Event, closed, expired bool) {
+	res.Zxid = zxid
+	ctx := znode.TxnContext{Zxid: zxid, Time: e.Time, SessionID: e.SessionID, Auth: e.Auth}
+	switch e.Type {
+	case entryCreateSession:
+		var rec sessionRecord
+		if err := jute.Unmarshal(e.Body, &rec); err != nil {
+			res.Err = jute.ErrMarshallingError
+			return
+		}
+		s := session.Session{ID: rec.ID, TimeoutMs: rec.TimeoutMs, Password: rec.Password}
+		if !sm.sessions.Add(s) {
+			res.Err = jute.ErrSessionExpired // id collision: refuse, never replace
+			return
+		}
+		res.Session = s
+	case entryCloseSession, entryExpireSession:
+		if _, ok := sm.sessions.Remove(e.SessionID); !ok {
+			return // already closed: closing is idempotent
+		}
+		events = sm.tree.DeleteEphemerals(ctx, e.SessionID)
+		closed, expired = true, e.Type == entryExpireSession
+	case entryDeleteContainer, entryDeleteTTL:
+		var req jute.PathRequest
+		if err := jute.Unmarshal(e.Body, &req); err != nil {
+			res.Err = jute.ErrMarshallingError
+			return
+		}
+		typ := jute.OpDeleteContainer
+		if e.Type == entryDeleteTTL {
+			typ = znode.OpDeleteTTL
+		}
+		res.Res, events = sm.tree.Apply(ctx, &znode.Write{Type: typ, Path: req.Path})
+		res.Err = res.Res.Err
+	default:
+		if _, ok := sm.sessions.Get(e.SessionID); !ok {
+			res.Err = jute.ErrSessionExpired
+			return
+		}
+		w, code := decodeWrite(e.Type, e.Body, len(e.Body))
+		if code != 0 {
+			res.Err = code
+			return
+		}
+		res.Res, events = sm.tree.Apply(ctx, w)
+		res.Err = res.Res.Err
+	}
+	return
+}
+
+// decodeWrite turns a client write request body into a znode.Write. It is
+// used both by connections (to answer malformed requests before proposing)
+// and by apply. It returns a ZooKeeper error code on failure.
+func decodeWrite(op int32, body []byte, maxLen int) (*znode.Write, int32) {
+	d := jute.NewDecoder(body, maxLen)
+	w := &znode.Write{Type: op}
+	switch op {
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer:
+		var r jute.CreateRequest
+		if d.ReadRecord(&r) != nil {
+			return nil, jute.ErrMarshallingError
+		}
+		w.Create = &jute.CreateTTLRequest{Path: r.Path, Data: r.Data, ACL: r.ACL, Flags: r.Flags}
+	case jute.OpCreateTTL:
+		var r jute.CreateTTLRequest
+		if d.ReadRecord(&r) != nil {
+			return nil, jute.ErrMarshallingError
+		}
+		w.Create = &r
+	case jute.OpDelete:
+		w.Delete = &jute.DeleteRequest{}
+		if d.ReadRecord(w.Delete) != nil {
+			return nil, jute.ErrMarshallingError
+		}
+	case jute.OpSetData:
+		w.SetData = &jute.SetDataRequest{}
+		if d.ReadRecord(w.SetData) != nil {
+			return nil, jute.ErrMarshallingError
+		}
+	case jute.OpSetACL:
+		w.SetACL = &jute.SetACLRequest{}
+		if d.ReadRecord(w.SetACL) != nil {
+			return nil, jute.ErrMarshallingError
+		}
+	case jute.OpMulti:
+		w.Multi = &jute.MultiRequest{}
+		if d.ReadRecord(w.Multi) != nil {
+			return nil, jute.ErrMarshallingError
+		}
+		for _, op := range w.Multi.Ops {
+			if op.Type == jute.OpGetData || op.Type == jute.OpGetChildren {
+				return nil, jute.ErrMarshallingError // reads mixed with writes
+			}
+		}
+	default:
+		return nil, jute.ErrUnimplemented
+	}
+	return w, 0
+}
+
+// snapshotMagic starts every state snapshot.
+const snapshotMagic = "ZKRAFTS1"
+
+// Snapshot implements consensus.StateMachine: the tree and the sessions.
+func (sm *stateMachine) Snapshot() ([]byte, error) {
+	sm.mu.RLock()
+	defer sm.mu.RUnlock()
+	var tree, sessions bytes.Buffer
+	if err := sm.tree.WriteSnapshot(&tree); err != nil {
+		return nil, fmt.Errorf("snapshot tree: %w", err)
+	}
+	if err := sm.sessions.WriteSnapshot(&sessions); err != nil {
+		return nil, fmt.Errorf("snapshot sessions: %w", err)
+	}
+	out := make([]byte, 0, len(snapshotMagic)+24+tree.Len()+sessions.Len())
+	out = append(out, snapshotMagic...)
+	out = binary.BigEndian.AppendUint64(out, uint64(sm.lastZxid.Load()))
+	out = binary.BigEndian.AppendUint64(out, uint64(tree.Len()))
+	out = append(out, tree.Bytes()...)
+	out = binary.BigEndian.AppendUint64(out, uint64(sessions.Len()))
+	out = append(out, sessions.Bytes()...)
+	return out, nil
+}
+
+// Restore implements consensus.StateMachine.
+func (sm *stateMachine) Restore(index uint64, data []byte) error {
+	r := bytes.NewReader(data)
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapshotMagic {
+		return fmt.Errorf("restore: not a zkraft snapshot")
+	}
+	var zxid, n uint64
+	if err := binary.Read(r, binary.BigEndian, &zxid); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	section := func() (io.Reader, error) {
+		if err := binary.Read(r, binary.BigEndian, &n); err != nil {
+			return nil, err
+		}
+		if n > uint64(r.Len()) {
+			return nil, fmt.Errorf("section of %d bytes, %d left", n, r.Len())
+		}
+		b := make([]byte, n)
+		_, err := io.ReadFull(r, b)
+		return bytes.NewReader(b), err
+	}
+	tr, err := section()
+	if err != nil {
+		return fmt.Errorf("restore tree: %w", err)
+	}
+	tree, err := znode.ReadSnapshot(tr, sm.treeOpts)
+	if err != nil {
+		return fmt.Errorf("restore tree: %w", err)
+	}
+	sr, err := section()
+	if err != nil {
+		return fmt.Errorf("restore sessions: %w", err)
+	}
+	sessions, err := session.ReadSnapshot(sr)
+	if err != nil {
+		return fmt.Errorf("restore sessions: %w", err)
+	}
+	sm.mu.Lock()
+	sm.tree, sm.sessions = tree, sessions
+	sm.lastZxid.Store(int64(index))
+	sm.mu.Unlock()
+	for _, s := range sessions.All() {
+		sm.hooks.sessionCreated(s)
+	}
+	return nil
+}
+
+// session returns a live session by id.
+func (sm *stateMachine) session(id int64) (session.Session, bool) {
+	sm.mu.RLock()
+	defer sm.mu.RUnlock()
+	return sm.sessions.Get(id)
+}
