@@ -14,11 +14,11 @@ const entryVersion int32 = 1
 // own opcode as the type (create 1, delete 2, setData 5, setACL 7, multi 14,
 // create2 15, createContainer 19, createTTL 21).
 const (
-	entryCreateSession   = jute.OpCreateSession   // body: sessionRecord
-	entryCloseSession    = jute.OpCloseSession    // body: none; the entry's session is closed
-	entryExpireSession   int32 = -12               // body: none; like close, decided by the leader's tracker
-	entryDeleteContainer = jute.OpDeleteContainer // body: PathRequest
-	entryDeleteTTL       int32 = -20               // body: PathRequest
+	entryCreateSession         = jute.OpCreateSession   // body: sessionRecord
+	entryCloseSession          = jute.OpCloseSession    // body: none; the entry's session is closed
+	entryExpireSession   int32 = -12                    // body: none; like close, decided by the leader's tracker
+	entryDeleteContainer       = jute.OpDeleteContainer // body: PathRequest
+	entryDeleteTTL       int32 = -20                    // body: PathRequest
 )
 
 // entry is the unit of replication: one client write or one server decision,
