@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/session"
 )
 
 // Config is a zkraft server's configuration. Its keys are ZooKeeper's zoo.cfg
@@ -182,17 +183,7 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 
 // SessionBounds returns the negotiated-timeout range in ms.
 func (c *Config) SessionBounds() (minMs, maxMs int32) {
-	minMs, maxMs = 2*c.TickTimeMs, 20*c.TickTimeMs
-	if c.MinSessionTimeoutMs > 0 {
-		minMs = c.MinSessionTimeoutMs
-	}
-	if c.MaxSessionTimeoutMs > 0 {
-		maxMs = c.MaxSessionTimeoutMs
-	}
-	if maxMs < minMs {
-		maxMs = minMs
-	}
-	return minMs, maxMs
+	return session.Bounds(c.TickTimeMs, c.MinSessionTimeoutMs, c.MaxSessionTimeoutMs)
 }
 
 // LogDir is where the raft log lives.

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs every test of zkraft: static checks, unit tests (race detector on),
+# bounded fuzzing of the decoders, and the integration suites that drive a
+# real zkraft and a real Apache ZooKeeper 3.8 with real clients.
+# Usage: scripts/test.sh [quick]   (quick: skip fuzzing)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+
+echo "== static checks"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt needed: $unformatted"; exit 1; fi
+go vet ./...
+go tool staticcheck ./...
+
+echo "== unit tests"
+go test -race -count=1 -timeout 10m ./jute/... ./znode/... ./session/... ./consensus/... ./server/...
+
+if [ "${1:-}" != quick ]; then
+  echo "== fuzzing (bounded)"
+  FUZZTIME=${FUZZTIME:-10s}
+  for pkg in ./jute ./session ./znode; do
+    for target in $(go test -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do
+      echo "fuzz $pkg $target for $FUZZTIME"
+      go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"
+    done
+  done
+fi
+
+echo "== integration: go-zookeeper against zkraft and Apache ZooKeeper 3.8"
+go test -count=1 -timeout 15m ./compat-tests/...
