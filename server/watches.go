@@ -74,19 +74,16 @@ func (t *watchTable) has(w watcher, path string) bool {
 	return ok
 }
 
-// trigger collects the watchers an event of type typ on path reaches into
+// trigger adds the watchers an event of type typ on path reaches to the set
 // out, removing the one-shot ones it fires, as ZooKeeper's WatchManager does:
 // every mode matches on the path itself; only recursive watches match on
 // ancestors, and they never take NodeChildrenChanged.
-func (t *watchTable) trigger(path string, typ int32, out map[watcher]struct{}, skip map[watcher]struct{}) {
+func (t *watchTable) trigger(path string, typ int32, out map[watcher]struct{}) {
 	p := path
 	atParent := false
 	for {
 		if m := t.byPath[p]; m != nil {
 			for w, mode := range m {
-				if _, s := skip[w]; s {
-					continue
-				}
 				switch {
 				case mode == watchRecursive:
 					if typ != jute.EventNodeChildrenChanged {
@@ -180,12 +177,12 @@ func (m *watchManager) trigger(events []znode.Event) {
 		targets := map[watcher]struct{}{}
 		switch ev.Type {
 		case jute.EventNodeCreated, jute.EventNodeDataChanged:
-			m.data.trigger(ev.Path, ev.Type, targets, nil)
+			m.data.trigger(ev.Path, ev.Type, targets)
 		case jute.EventNodeDeleted:
-			m.data.trigger(ev.Path, ev.Type, targets, nil)
-			m.child.trigger(ev.Path, ev.Type, targets, targets)
+			m.data.trigger(ev.Path, ev.Type, targets)
+			m.child.trigger(ev.Path, ev.Type, targets) // targets is a set: one event per connection
 		case jute.EventNodeChildrenChanged:
-			m.child.trigger(ev.Path, ev.Type, targets, nil)
+			m.child.trigger(ev.Path, ev.Type, targets)
 		}
 		if len(targets) == 0 {
 			continue
