@@ -91,7 +91,7 @@ func (s *Server) Start() error {
 		Peers:         []consensus.Peer{{ID: s.cfg.ServerID}},
 		DataDir:       s.cfg.LogDir(),
 		SnapshotEvery: s.cfg.SnapshotEvery,
-		Logger:        s.log.With().Str("component", "consensus").Logger(),
+		Logger:        s.log,
 		OnLeaderChange: func(isLeader bool, leaderID, term uint64) {
 			s.onLeaderChange(isLeader, leaderID, term)
 		},

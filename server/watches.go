@@ -142,17 +142,18 @@ func (m *watchManager) addChild(w watcher, path string) {
 	m.mu.Unlock()
 }
 
-// addPersistent registers addWatch's modes: persistent watches go in both
-// tables, recursive ones in the data table only.
+// addPersistent registers addWatch's modes. As in ZooKeeper 3.8.0, both
+// modes go in both tables, so checkWatches finds them with either type;
+// recursive entries never take NodeChildrenChanged.
 func (m *watchManager) addPersistent(w watcher, path string, recursive bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	mode := watchPersistent
 	if recursive {
-		m.data.add(w, path, watchRecursive)
-		return
+		mode = watchRecursive
 	}
-	m.data.add(w, path, watchPersistent)
-	m.child.add(w, path, watchPersistent)
+	m.mu.Lock()
+	m.data.add(w, path, mode)
+	m.child.add(w, path, mode)
+	m.mu.Unlock()
 }
 
 // notificationFrame encodes one watch event as a framed reply with xid -1.
