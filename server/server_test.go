@@ -1,0 +1,123 @@
+package server
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/internal/zktest"
+	"github.com/zkraft/zkraft/jute"
+)
+
+// startServer runs an in-process standalone server on a free loopback port.
+func startServer(t *testing.T, mutate func(*Config)) *Server {
+	t.Helper()
+	cfg := Default()
+	cfg.ClientPort = 0
+	cfg.ClientPortAddress = "127.0.0.1"
+	cfg.DataDir = t.TempDir()
+	cfg.FourLetterWords = map[string]bool{"srvr": true, "ruok": true}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	s := New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	require.NoError(t, s.Start())
+	t.Cleanup(func() { require.NoError(t, s.Stop()) })
+	return s
+}
+
+func dial(t *testing.T, s *Server) *zktest.RawConn {
+	t.Helper()
+	c, resp := zktest.DialRaw(t, s.Addr().String(), 0, nil, 30000, false)
+	require.NotZero(t, resp.SessionID)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func frame(body []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+}
+
+func header(xid, op int32) []byte {
+	return jute.Marshal(&jute.RequestHeader{Xid: xid, Type: op})
+}
+
+// TestBadInputClosesOnlyThatConnection sends each kind of malformed input on
+// its own connection and checks ZooKeeper's answer, then that a healthy
+// connection opened before is still served.
+func TestBadInputClosesOnlyThatConnection(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.JuteMaxBuffer = 4096 })
+	healthy := dial(t, s)
+	tests := []struct {
+		name      string
+		raw       []byte
+		wantReply int32 // error code of a reply expected first; 1 = no reply
+		wantOpen  bool
+	}{
+		{"frame above jute.maxbuffer", binary.BigEndian.AppendUint32(nil, 4097), 1, false},
+		{"negative frame length", binary.BigEndian.AppendUint32(nil, 0xffffff00), 1, false},
+		{"header shorter than 8 bytes", frame([]byte{0, 0, 0, 1}), 1, false},
+		{"garbage getData body", frame(append(header(5, jute.OpGetData), 0xff, 0xff, 0xff, 0x7f)), jute.ErrMarshallingError, true},
+		{"garbage create body", frame(append(header(5, jute.OpCreate), 0, 0, 0, 9, 'x')), jute.ErrMarshallingError, true},
+		{"unknown opcode", frame(header(5, 77)), jute.ErrUnimplemented, false},
+		{"notification opcode from a client", frame(header(5, jute.OpNotification)), jute.ErrUnimplemented, false},
+		{"createSession opcode from a client", frame(header(5, jute.OpCreateSession)), 1, false},
+		{"deleteContainer from a client", frame(append(header(5, jute.OpDeleteContainer), jute.Marshal(&jute.PathRequest{Path: "/x"})...)), jute.ErrUnimplemented, false},
+		{"lone check", frame(append(header(5, jute.OpCheck), jute.Marshal(&jute.CheckVersionRequest{Path: "/", Version: 1})...)), jute.ErrUnimplemented, true},
+		{"multi mixing reads and writes", frame(append(header(5, jute.OpMulti), jute.Marshal(&jute.MultiRequest{Ops: []jute.MultiOp{
+			{Type: jute.OpCreate, Create: &jute.CreateRequest{Path: "/m"}}, {Type: jute.OpGetData, Read: &jute.PathWatchRequest{Path: "/"}}}})...)),
+			jute.ErrMarshallingError, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := dial(t, s)
+			c.SetTimeout(5 * time.Second)
+			require.NoError(t, c.WriteRaw(tt.raw))
+			if tt.wantReply != 1 {
+				hdr, _, err := c.Recv()
+				require.NoError(t, err)
+				require.Equal(t, int32(5), hdr.Xid)
+				require.Equal(t, tt.wantReply, hdr.Err)
+			}
+			if tt.wantOpen {
+				var resp jute.StatResponse
+				hdr, err := c.Call(jute.OpExists, &jute.PathWatchRequest{Path: "/"}, &resp)
+				require.NoError(t, err)
+				require.Zero(t, hdr.Err)
+			} else {
+				require.NoError(t, c.ExpectClosed(5*time.Second))
+			}
+			// The other connection is untouched.
+			hdr, err := healthy.Call(jute.OpExists, &jute.PathWatchRequest{Path: "/zookeeper"}, &jute.StatResponse{})
+			require.NoError(t, err)
+			require.Zero(t, hdr.Err)
+		})
+	}
+}
+
+func TestFrameAtMaxBufferIsAccepted(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.JuteMaxBuffer = 4096 })
+	c := dial(t, s)
+	body := append(header(1, jute.OpCreate), jute.Marshal(&jute.CreateRequest{Path: "/big",
+		ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})...)
+	// Pad the data so the frame is exactly jute.maxbuffer bytes.
+	req := jute.CreateRequest{Path: "/big", ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}}
+	req.Data = make([]byte, 4096-len(body))
+	body = append(header(1, jute.OpCreate), jute.Marshal(&req)...)
+	require.Len(t, body, 4096)
+	require.NoError(t, c.WriteRaw(frame(body)))
+	hdr, _, err := c.Recv()
+	require.NoError(t, err)
+	require.Zero(t, hdr.Err)
+}
+
+func TestConnectionLimitPerIP(t *testing.T) {
+	s := startServer(t, func(c *Config) { c.MaxClientCnxns = 2 })
+	dial(t, s)
+	dial(t, s)
+	_, _, err := zktest.DialRawRequest(s.Addr().String(), jute.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})
+	require.Error(t, err, "third connection from one address must be refused")
+}
