@@ -1,0 +1,123 @@
+package znode
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrInvariant is wrapped by every error Check returns.
+var ErrInvariant = errors.New("znode: invariant violated")
+
+// Check verifies the tree's invariants and returns the first violation
+// found (in path order), wrapping ErrInvariant:
+//   - the root exists; every other node's parent exists and lists it;
+//     every listed child exists;
+//   - a parent's pzxid >= each child's czxid;
+//   - a node's creation counter >= its children made by txns (the built-in
+//     children of "/" and "/zookeeper" were never created);
+//   - ephemerals have no children and a non-zero owner; TTL nodes have a ttl
+//     in 1..2^40-1; the ephemeral, container and TTL indexes match the nodes;
+//   - ApproximateDataSize matches the nodes.
+//
+// It costs O(nodes log nodes); tests run it after every test.
+func (t *Tree) Check() error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvariant, fmt.Sprintf(format, args...))
+	}
+	if t.nodes[rootPath] == nil {
+		return fail("no root")
+	}
+	paths := make([]string, 0, len(t.nodes))
+	for p := range t.nodes {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	var size int64
+	ephemerals, containers, ttls := 0, 0, 0
+	for _, p := range paths {
+		n := t.nodes[p]
+		if n.path != p {
+			return fail("node at %q has path %q", p, n.path)
+		}
+		size += int64(len(n.path) + len(n.data))
+		if p != rootPath {
+			parent := t.nodes[parentOf(p, lastSlash(p))]
+			if parent == nil {
+				return fail("%q has no parent", p)
+			}
+			if _, ok := parent.children[n.name()]; !ok {
+				return fail("parent of %q does not list it", p)
+			}
+			if parent.pzxid < n.czxid {
+				return fail("parent of %q has pzxid %d < czxid %d", p, parent.pzxid, n.czxid)
+			}
+		}
+		made := int32(0)
+		for c := range n.children {
+			cp := childPath(p, c)
+			if t.nodes[cp] == nil {
+				return fail("%q lists missing child %q", p, c)
+			}
+			if !isSpecialPath(cp) {
+				made++
+			}
+		}
+		if n.creates >= 0 && n.creates < made {
+			return fail("%q has creation counter %d < %d children", p, n.creates, made)
+		}
+		switch n.kind {
+		case kindEphemeral:
+			ephemerals++
+			if n.owner == 0 {
+				return fail("ephemeral %q has owner 0", p)
+			}
+			if len(n.children) > 0 {
+				return fail("ephemeral %q has children", p)
+			}
+			if _, ok := t.ephemerals[n.owner][p]; !ok {
+				return fail("ephemeral %q missing from the index of %#x", p, n.owner)
+			}
+		case kindContainer:
+			containers++
+			if _, ok := t.containers[p]; !ok {
+				return fail("container %q missing from the index", p)
+			}
+		case kindTTL:
+			ttls++
+			if n.ttl <= 0 || n.ttl > maxTTL {
+				return fail("TTL node %q has ttl %d", p, n.ttl)
+			}
+			if _, ok := t.ttls[p]; !ok {
+				return fail("TTL node %q missing from the index", p)
+			}
+		case kindPersistent:
+		default:
+			return fail("%q has kind %d", p, n.kind)
+		}
+		if n.kind != kindEphemeral && n.owner != 0 {
+			return fail("%q of kind %d has owner %#x", p, n.kind, n.owner)
+		}
+		if n.kind != kindTTL && n.ttl != 0 {
+			return fail("%q of kind %d has ttl %d", p, n.kind, n.ttl)
+		}
+	}
+	indexed := 0
+	for owner, s := range t.ephemerals {
+		if len(s) == 0 {
+			return fail("empty ephemeral index for %#x", owner)
+		}
+		indexed += len(s)
+	}
+	if indexed != ephemerals || len(t.containers) != containers || len(t.ttls) != ttls {
+		return fail("indexes hold %d ephemerals, %d containers, %d TTL nodes; tree has %d, %d, %d",
+			indexed, len(t.containers), len(t.ttls), ephemerals, containers, ttls)
+	}
+	if size != t.dataSize {
+		return fail("data size %d, nodes hold %d", t.dataSize, size)
+	}
+	if t.recording || len(t.undo) != 0 {
+		return fail("undo log left open")
+	}
+	return nil
+}

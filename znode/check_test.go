@@ -1,0 +1,49 @@
+package znode
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// TestCheckDetects breaks one invariant at a time and expects Check to see it.
+func TestCheckDetects(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		mutate func(tr *Tree)
+	}{
+		{"child count", func(tr *Tree) { tr.nodes["/a"].children["ghost"] = struct{}{} }},
+		{"parent does not list", func(tr *Tree) { delete(tr.nodes["/a"].children, "b") }},
+		{"pzxid", func(tr *Tree) { tr.nodes["/a"].pzxid = 0 }},
+		{"creation counter", func(tr *Tree) { tr.nodes["/a"].creates = 0 }},
+		{"ephemeral index", func(tr *Tree) { delete(tr.ephemerals, 5) }},
+		{"stale ephemeral index", func(tr *Tree) { tr.ephemerals[6] = map[string]struct{}{"/x": {}} }},
+		{"ephemeral with children", func(tr *Tree) {
+			tr.nodes["/a/e"].children = map[string]struct{}{"k": {}}
+			tr.nodes["/a/e/k"] = &node{path: "/a/e/k"}
+			tr.nodes["/a/e"].creates = 1
+		}},
+		{"container index", func(tr *Tree) { delete(tr.containers, "/c") }},
+		{"data size", func(tr *Tree) { tr.dataSize++ }},
+		{"owner on persistent", func(tr *Tree) { tr.nodes["/a"].owner = 3 }},
+		{"no root", func(tr *Tree) { delete(tr.nodes, "/") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tree := New(Options{})
+			c := newClient(t, tree)
+			c.mustCreate("/a")
+			c.mustCreate("/a/b")
+			c.session = 5
+			c.create("/a/e", jute.FlagEphemeral, 0)
+			c.apply(createW(jute.OpCreateContainer, "/c", nil, open, 0, 0))
+			require.NoError(t, tree.Check())
+			tt.mutate(tree)
+			err := tree.Check()
+			require.Error(t, err)
+			require.True(t, errors.Is(err, ErrInvariant))
+		})
+	}
+}

@@ -1,0 +1,48 @@
+// Package znode is zkraft's in-memory ZooKeeper data tree and the
+// deterministic apply of write requests (ZooKeeper 3.8 semantics: DataTree
+// plus the checks of PrepRequestProcessor).
+//
+// Who calls it: the server's state machine applies committed log entries with
+// Tree.Apply and Tree.DeleteEphemerals on its apply goroutine while holding a
+// write lock; connections call the read methods (Exists, GetData, ...) under
+// a read lock. A Tree is not safe for concurrent use otherwise: reads never
+// mutate it, so any number of reads may run together, but never together
+// with Apply, DeleteEphemerals or another mutation.
+//
+// Invariants (verified by Tree.Check, which every test runs in its cleanup):
+//   - Apply is a pure function of (tree state, TxnContext, Write). It never
+//     reads a clock or a random source; zxid and time come from the
+//     TxnContext the proposer stamped into the replicated entry. Every
+//     observable order (ephemeral deletion, snapshots, digests, expiry
+//     candidates, children lists) is sorted, never map order.
+//   - A failed write changes nothing. A multi is applied op by op against the
+//     state produced by the earlier ops and rolled back entirely (sequence
+//     counters included) through an undo log on the first failure.
+//   - Every node's parent exists; a node's numChildren is the size of its
+//     children set; a parent's pzxid is at least each child's czxid; the
+//     stored child-creation counter C is at least the number of children the
+//     parent got through creates; ephemerals have no children; the ephemeral,
+//     container and TTL indexes list exactly the nodes of those kinds.
+//   - The visible cversion is 2*C - numChildren (ZooKeeper's DataNode.copyStat);
+//     the sequential suffix is C before the create, formatted %010d.
+//   - Containers and TTL nodes report ephemeralOwner 0; their kind is kept in
+//     a separate field, never encoded into the owner.
+//   - WriteSnapshot produces the same bytes for equal trees; ReadSnapshot
+//     validates everything (checksum, structure, Check) and never panics on
+//     corrupt input.
+//
+// Building with -tags invariants makes Apply and DeleteEphemerals run Check
+// after every write and panic on a violation (slow; for tests and soaks).
+//
+// Caveats:
+//   - Flags 4 (CONTAINER) on opcode 1 or 15 makes a plain persistent node, as
+//     ZooKeeper 3.8 ends up doing once applied; only opcode 19 makes containers.
+//   - Opcode 21 with a non-TTL mode is BadArguments whatever the ttl.
+//   - An ephemeral create with session id 0 is BadArguments (0 means "not
+//     ephemeral" in a Stat).
+//   - Quota bookkeeping (/zookeeper/quota/.../zookeeper_stats) is not kept.
+//   - The "auth" ACL scheme expands to the caller's digest ids only (the only
+//     authenticating provider zkraft has; ip ids never count).
+//
+// The package depends on the standard library and zkraft's jute types only.
+package znode

@@ -1,0 +1,38 @@
+package znode
+
+import "slices"
+
+// ExpiryCandidates returns, sorted, the containers that are empty and have
+// had a child (C > 0), and the TTL nodes that are empty and whose mtime is
+// more than their ttl before now (ContainerManager.getCandidates). The leader
+// deletes them through the log with OpDeleteContainer / OpDeleteTTL, whose
+// Apply checks the condition again.
+func (t *Tree) ExpiryCandidates(now int64) (containers []string, ttls []string) {
+	for p := range t.containers {
+		if n := t.nodes[p]; n != nil && expired(n, now) {
+			containers = append(containers, p)
+		}
+	}
+	for p := range t.ttls {
+		if n := t.nodes[p]; n != nil && expired(n, now) {
+			ttls = append(ttls, p)
+		}
+	}
+	slices.Sort(containers)
+	slices.Sort(ttls)
+	return containers, ttls
+}
+
+// expired reports whether the container or TTL node n may be removed at now.
+func expired(n *node, now int64) bool {
+	if len(n.children) > 0 {
+		return false
+	}
+	switch n.kind {
+	case kindContainer:
+		return n.creates > 0
+	case kindTTL:
+		return now-n.mtime > n.ttl
+	}
+	return false
+}

@@ -1,0 +1,246 @@
+package znode
+
+import (
+	"fmt"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// create applies create, create2, createContainer and createTTL. ttl is -1
+// for the opcodes that carry none. The checks run in ZooKeeper 3.8.4's order
+// (PrepRequestProcessor.pRequest2TxnCreate); nothing changes before all pass.
+func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl []jute.ACL, flags int32, ttl int64, ev []Event) (string, jute.Stat, []Event, int32) {
+	// CreateMode.fromFlag.
+	if flags < jute.FlagPersistent || flags > jute.FlagPersistentSequentialWithTTL {
+		return "", jute.Stat{}, ev, jute.ErrBadArguments
+	}
+	ephemeral := flags == jute.FlagEphemeral || flags == jute.FlagEphemeralSequential
+	sequential := flags == jute.FlagPersistentSequential || flags == jute.FlagEphemeralSequential ||
+		flags == jute.FlagPersistentSequentialWithTTL
+	isTTL := flags == jute.FlagPersistentWithTTL || flags == jute.FlagPersistentSequentialWithTTL
+	// validateCreateRequest: extended types, then EphemeralType.validateTTL.
+	if isTTL && !t.opts.ExtendedTypesEnabled {
+		return "", jute.Stat{}, ev, jute.ErrUnimplemented
+	}
+	if isTTL {
+		if ttl <= 0 || ttl > maxTTL {
+			return "", jute.Stat{}, ev, jute.ErrBadArguments
+		}
+	} else if ttl >= 0 || op == jute.OpCreateTTL {
+		return "", jute.Stat{}, ev, jute.ErrBadArguments
+	}
+	if ephemeral && ctx.SessionID == 0 {
+		return "", jute.Stat{}, ev, jute.ErrBadArguments
+	}
+	// validatePathForCreate.
+	i := lastSlash(path)
+	if i < 0 || hasNUL(path) {
+		return "", jute.Stat{}, ev, jute.ErrBadArguments
+	}
+	parentPath := parentOf(path, i)
+	stored, ok := fixupACL(acl, ctx.Auth, t.open)
+	if !ok {
+		return "", jute.Stat{}, ev, jute.ErrInvalidACL
+	}
+	parent := t.lookup(parentPath)
+	if parent == nil {
+		return "", jute.Stat{}, ev, jute.ErrNoNode
+	}
+	if !CheckACL(parent.acl, jute.PermCreate, ctx.Auth) {
+		return "", jute.Stat{}, ev, jute.ErrNoAuth
+	}
+	if sequential {
+		path = fmt.Sprintf("%s%010d", path, parent.creates)
+	}
+	if ValidatePath(path) != nil {
+		return "", jute.Stat{}, ev, jute.ErrBadArguments
+	}
+	if t.nodes[path] != nil {
+		return "", jute.Stat{}, ev, jute.ErrNodeExists
+	}
+	if parent.kind == kindEphemeral {
+		return "", jute.Stat{}, ev, jute.ErrNoChildrenForEphemerals
+	}
+
+	n := &node{path: path, meta: meta{
+		data:  cloneData(data),
+		acl:   stored,
+		czxid: ctx.Zxid, mzxid: ctx.Zxid, pzxid: ctx.Zxid,
+		ctime: ctx.Time, mtime: ctx.Time,
+	}}
+	switch {
+	case op == jute.OpCreateContainer:
+		n.kind = kindContainer
+	case op == jute.OpCreateTTL:
+		n.kind, n.ttl = kindTTL, ttl
+	case ephemeral:
+		n.kind, n.owner = kindEphemeral, ctx.SessionID
+	}
+	t.save(parent)
+	parent.creates++
+	parent.pzxid = ctx.Zxid
+	t.insert(n, parent)
+	ev = append(ev, Event{Type: jute.EventNodeCreated, Path: path}, Event{Type: jute.EventNodeChildrenChanged, Path: parentPath})
+	return path, n.stat(), ev, 0
+}
+
+// cloneData copies data, keeping nil and empty apart.
+func cloneData(data []byte) []byte {
+	if data == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(data)), data...)
+}
+
+// delete applies delete in ZooKeeper's order: path and special paths (-8),
+// parent exists (-101), DELETE on the parent (-102), node exists (-101),
+// version (-103), children (-111).
+func (t *Tree) delete(ctx *TxnContext, path string, version int32, ev []Event) ([]Event, int32) {
+	i := lastSlash(path)
+	if i < 0 || hasNUL(path) || isSpecialPath(path) {
+		return ev, jute.ErrBadArguments
+	}
+	parent := t.lookup(parentOf(path, i))
+	if parent == nil {
+		return ev, jute.ErrNoNode
+	}
+	if !CheckACL(parent.acl, jute.PermDelete, ctx.Auth) {
+		return ev, jute.ErrNoAuth
+	}
+	n := t.nodes[path]
+	if n == nil {
+		return ev, jute.ErrNoNode
+	}
+	if version != -1 && version != n.version {
+		return ev, jute.ErrBadVersion
+	}
+	if len(n.children) > 0 {
+		return ev, jute.ErrNotEmpty
+	}
+	return t.removeNode(ctx, n, parent, ev), 0
+}
+
+// removeNode deletes the childless n (DataTree.deleteNode): the parent's
+// pzxid moves to ctx.Zxid only if that is larger; its creation counter stays.
+func (t *Tree) removeNode(ctx *TxnContext, n, parent *node, ev []Event) []Event {
+	t.save(parent)
+	if ctx.Zxid > parent.pzxid {
+		parent.pzxid = ctx.Zxid
+	}
+	t.remove(n, parent)
+	return append(ev, Event{Type: jute.EventNodeDeleted, Path: n.path},
+		Event{Type: jute.EventNodeChildrenChanged, Path: parent.path})
+}
+
+// setDataOp applies setData: path valid (-8), exists (-101), WRITE (-102),
+// version (-103).
+func (t *Tree) setDataOp(ctx *TxnContext, path string, data []byte, version int32, ev []Event) (jute.Stat, []Event, int32) {
+	if ValidatePath(path) != nil {
+		return jute.Stat{}, ev, jute.ErrBadArguments
+	}
+	n := t.nodes[path]
+	if n == nil {
+		return jute.Stat{}, ev, jute.ErrNoNode
+	}
+	if !CheckACL(n.acl, jute.PermWrite, ctx.Auth) {
+		return jute.Stat{}, ev, jute.ErrNoAuth
+	}
+	if version != -1 && version != n.version {
+		return jute.Stat{}, ev, jute.ErrBadVersion
+	}
+	t.save(n)
+	t.setData(n, cloneData(data))
+	n.version++
+	n.mzxid = ctx.Zxid
+	n.mtime = ctx.Time
+	return n.stat(), append(ev, Event{Type: jute.EventNodeDataChanged, Path: path}), 0
+}
+
+// setACL applies setACL: path valid (-8), ACL valid (-114), exists (-101),
+// ADMIN (-102), aversion (-103). It fires no events.
+func (t *Tree) setACL(ctx *TxnContext, path string, acl []jute.ACL, version int32) (jute.Stat, int32) {
+	if ValidatePath(path) != nil {
+		return jute.Stat{}, jute.ErrBadArguments
+	}
+	stored, ok := fixupACL(acl, ctx.Auth, t.open)
+	if !ok {
+		return jute.Stat{}, jute.ErrInvalidACL
+	}
+	n := t.nodes[path]
+	if n == nil {
+		return jute.Stat{}, jute.ErrNoNode
+	}
+	if !CheckACL(n.acl, jute.PermAdmin, ctx.Auth) {
+		return jute.Stat{}, jute.ErrNoAuth
+	}
+	if version != -1 && version != n.aversion {
+		return jute.Stat{}, jute.ErrBadVersion
+	}
+	t.save(n)
+	n.acl = stored
+	n.aversion++
+	return n.stat(), 0
+}
+
+// check applies a multi's check op: path valid (-8), exists (-101), READ
+// (-102), version (-103).
+func (t *Tree) check(ctx *TxnContext, path string, version int32) int32 {
+	if ValidatePath(path) != nil {
+		return jute.ErrBadArguments
+	}
+	n := t.nodes[path]
+	if n == nil {
+		return jute.ErrNoNode
+	}
+	if !CheckACL(n.acl, jute.PermRead, ctx.Auth) {
+		return jute.ErrNoAuth
+	}
+	if version != -1 && version != n.version {
+		return jute.ErrBadVersion
+	}
+	return 0
+}
+
+// deleteExpired applies OpDeleteContainer / OpDeleteTTL, re-checking the
+// condition the leader saw: path (-8), exists (-101), node of the right kind
+// (-8), no children (-111), still expired at ctx.Time (-8): a container must
+// have had a child, a TTL node must be unmodified for longer than its ttl.
+func (t *Tree) deleteExpired(ctx *TxnContext, op int32, path string, ev []Event) ([]Event, int32) {
+	i := lastSlash(path)
+	if i < 0 || hasNUL(path) || isSpecialPath(path) {
+		return ev, jute.ErrBadArguments
+	}
+	n := t.nodes[path]
+	if n == nil {
+		return ev, jute.ErrNoNode
+	}
+	want := kindContainer
+	if op == OpDeleteTTL {
+		want = kindTTL
+	}
+	if n.kind != want {
+		return ev, jute.ErrBadArguments
+	}
+	if len(n.children) > 0 {
+		return ev, jute.ErrNotEmpty
+	}
+	if !expired(n, ctx.Time) {
+		return ev, jute.ErrBadArguments
+	}
+	return t.removeNode(ctx, n, t.lookup(parentOf(path, i)), ev), 0
+}
+
+// DeleteEphemerals removes every ephemeral owned by session, in path order,
+// as one txn at ctx.Zxid (a closeSession), and returns the events.
+func (t *Tree) DeleteEphemerals(ctx TxnContext, session int64) []Event {
+	paths := t.Ephemerals(session, "")
+	var ev []Event
+	for _, p := range paths {
+		n := t.nodes[p]
+		ev = t.removeNode(&ctx, n, t.lookup(parentOf(p, lastSlash(p))), ev)
+	}
+	if checkEveryWrite {
+		t.mustCheck()
+	}
+	return ev
+}

@@ -1,0 +1,268 @@
+package znode
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"slices"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// ErrCorruptSnapshot is wrapped by every ReadSnapshot error about the
+// snapshot's content (I/O errors are wrapped as they are).
+var ErrCorruptSnapshot = errors.New("znode: corrupt snapshot")
+
+// snapMagic starts every tree snapshot; the digit is the format version.
+const snapMagic = "ZKRTREE1"
+
+// Snapshot format (all integers big-endian):
+//
+//	magic "ZKRTREE1"
+//	uint64 node count
+//	per node, in byte order of path (so a parent precedes its children):
+//	  string path; uint8 kind; int64 owner, ttl, czxid, mzxid, ctime, mtime,
+//	  pzxid; int32 version, aversion, creates;
+//	  data: int32 length (-1 = nil) + bytes;
+//	  uint32 ACL count, per entry int32 perms, string scheme, string id
+//	uint32 CRC-32C of everything before it
+//
+// A string is a uint32 length + bytes.
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// WriteSnapshot writes the whole tree to w. Equal trees give equal bytes.
+func (t *Tree) WriteSnapshot(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	crc := crc32.New(castagnoli)
+	paths := make([]string, 0, len(t.nodes))
+	for p := range t.nodes {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+
+	buf := make([]byte, 0, 256)
+	buf = append(buf, snapMagic...)
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(paths)))
+	for _, p := range paths {
+		buf = appendNode(buf, t.nodes[p])
+		if len(buf) >= 32<<10 {
+			crc.Write(buf)
+			if _, err := bw.Write(buf); err != nil {
+				return fmt.Errorf("znode: write snapshot: %w", err)
+			}
+			buf = buf[:0]
+		}
+	}
+	crc.Write(buf)
+	buf = binary.BigEndian.AppendUint32(buf, crc.Sum32())
+	if _, err := bw.Write(buf); err != nil {
+		return fmt.Errorf("znode: write snapshot: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("znode: write snapshot: %w", err)
+	}
+	return nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+	return append(b, s...)
+}
+
+func appendNode(b []byte, n *node) []byte {
+	b = appendString(b, n.path)
+	b = append(b, byte(n.kind))
+	for _, v := range [...]int64{n.owner, n.ttl, n.czxid, n.mzxid, n.ctime, n.mtime, n.pzxid} {
+		b = binary.BigEndian.AppendUint64(b, uint64(v))
+	}
+	for _, v := range [...]int32{n.version, n.aversion, n.creates} {
+		b = binary.BigEndian.AppendUint32(b, uint32(v))
+	}
+	if n.data == nil {
+		b = binary.BigEndian.AppendUint32(b, 0xffffffff)
+	} else {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(n.data)))
+		b = append(b, n.data...)
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(n.acl)))
+	for _, a := range n.acl {
+		b = binary.BigEndian.AppendUint32(b, uint32(a.Perms))
+		b = appendString(b, a.ID.Scheme)
+		b = appendString(b, a.ID.ID)
+	}
+	return b
+}
+
+// snapReader reads snapshot fields, feeding every byte to a CRC. The first
+// error sticks.
+type snapReader struct {
+	r   *bufio.Reader
+	crc hash.Hash32
+	err error
+	tmp [8]byte
+}
+
+func (s *snapReader) fill(b []byte) {
+	if s.err != nil {
+		return
+	}
+	if _, err := io.ReadFull(s.r, b); err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: truncated", ErrCorruptSnapshot)
+		}
+		s.err = err
+		clear(b)
+		return
+	}
+	s.crc.Write(b)
+}
+
+func (s *snapReader) u32() uint32 {
+	s.fill(s.tmp[:4])
+	return binary.BigEndian.Uint32(s.tmp[:4])
+}
+
+func (s *snapReader) u64() uint64 {
+	s.fill(s.tmp[:8])
+	return binary.BigEndian.Uint64(s.tmp[:8])
+}
+
+func (s *snapReader) u8() uint8 {
+	s.fill(s.tmp[:1])
+	return s.tmp[0]
+}
+
+// bytes reads n bytes, growing the buffer only as data actually arrives, so
+// a corrupt length cannot make it allocate more than the input holds.
+func (s *snapReader) bytes(n uint32) []byte {
+	const chunk = 64 << 10
+	out := make([]byte, 0, min(n, chunk))
+	for remaining := n; remaining > 0 && s.err == nil; {
+		k := min(remaining, chunk)
+		start := len(out)
+		out = append(out, make([]byte, k)...)
+		s.fill(out[start:])
+		remaining -= k
+	}
+	return out
+}
+
+func (s *snapReader) str() string { return string(s.bytes(s.u32())) }
+
+func (s *snapReader) corrupt(format string, args ...any) {
+	if s.err == nil {
+		s.err = fmt.Errorf("%w: %s", ErrCorruptSnapshot, fmt.Sprintf(format, args...))
+	}
+}
+
+// ReadSnapshot reads a tree written by WriteSnapshot. It checks the
+// checksum, the structure (a valid path for every node, its parent before
+// it, no duplicates, sensible kinds) and finally Tree.Check; it returns an
+// error wrapping ErrCorruptSnapshot, never panics, on corrupt input. It may
+// read past the end of the snapshot (r is buffered), so r should hold the
+// snapshot only.
+func ReadSnapshot(r io.Reader, opts Options) (*Tree, error) {
+	s := &snapReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.New(castagnoli)}
+	var magic [len(snapMagic)]byte
+	s.fill(magic[:])
+	if s.err == nil && string(magic[:]) != snapMagic {
+		s.corrupt("bad magic %q", magic[:])
+	}
+	count := s.u64()
+	t := newEmpty(opts)
+	for i := uint64(0); i < count && s.err == nil; i++ {
+		readNode(s, t, i)
+	}
+	if s.err != nil {
+		return nil, fmt.Errorf("znode: read snapshot: %w", s.err)
+	}
+	sum := s.crc.Sum32()
+	if got := s.u32(); s.err == nil && got != sum {
+		s.corrupt("checksum %08x, computed %08x", got, sum)
+	}
+	if s.err == nil && t.nodes[rootPath] == nil {
+		s.corrupt("no root")
+	}
+	if s.err != nil {
+		return nil, fmt.Errorf("znode: read snapshot: %w", s.err)
+	}
+	if err := t.Check(); err != nil {
+		return nil, fmt.Errorf("znode: read snapshot: %w: %w", ErrCorruptSnapshot, err)
+	}
+	return t, nil
+}
+
+// readNode reads the i-th node and links it into t.
+func readNode(s *snapReader, t *Tree, i uint64) {
+	n := &node{path: s.str()}
+	k := s.u8()
+	var ints [7]int64
+	for j := range ints {
+		ints[j] = int64(s.u64())
+	}
+	n.owner, n.ttl, n.czxid, n.mzxid, n.ctime, n.mtime, n.pzxid = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5], ints[6]
+	n.version, n.aversion, n.creates = int32(s.u32()), int32(s.u32()), int32(s.u32())
+	if l := s.u32(); l != 0xffffffff {
+		n.data = s.bytes(l)
+	}
+	nacl := s.u32()
+	if nacl > 0 {
+		n.acl = make([]jute.ACL, 0, min(nacl, 64))
+	}
+	for j := uint32(0); j < nacl && s.err == nil; j++ {
+		perms := int32(s.u32())
+		scheme := s.str()
+		n.acl = append(n.acl, jute.ACL{Perms: perms, ID: jute.Id{Scheme: scheme, ID: s.str()}})
+	}
+	if s.err != nil {
+		return
+	}
+	if len(n.acl) == 1 && n.acl[0] == openEntry {
+		n.acl = t.open
+	}
+	n.kind = kind(k)
+	switch {
+	case k >= uint8(kindCount):
+		s.corrupt("node %q: kind %d", n.path, k)
+	case (n.kind == kindEphemeral) != (n.owner != 0):
+		s.corrupt("node %q: kind %d with owner %#x", n.path, k, n.owner)
+	case (n.kind == kindTTL) != (n.ttl != 0), n.ttl < 0 || n.ttl > maxTTL:
+		s.corrupt("node %q: kind %d with ttl %d", n.path, k, n.ttl)
+	case t.nodes[n.path] != nil:
+		s.corrupt("node %q twice", n.path)
+	case i == 0 && n.path != rootPath:
+		s.corrupt("first node %q is not the root", n.path)
+	}
+	if s.err != nil || i == 0 {
+		if s.err == nil { // the root
+			t.nodes[rootPath] = n
+			t.dataSize += int64(len(n.path) + len(n.data))
+			if n.kind != kindPersistent {
+				s.corrupt("root of kind %d", n.kind)
+			}
+		}
+		return
+	}
+	if err := ValidatePath(n.path); err != nil {
+		s.corrupt("%v", err)
+		return
+	}
+	parent := t.nodes[parentOf(n.path, lastSlash(n.path))]
+	if parent == nil {
+		s.corrupt("node %q before its parent", n.path)
+		return
+	}
+	if parent.kind == kindEphemeral {
+		s.corrupt("node %q under an ephemeral", n.path)
+		return
+	}
+	t.insert(n, parent)
+}
+
+// crcOf returns the snapshot checksum of b.
+func crcOf(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }

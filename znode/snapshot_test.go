@@ -1,0 +1,271 @@
+package znode
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// randomWorkload applies n seeded random writes (all kinds, many failing)
+// to tree, checking the invariants after each, and returns the results.
+func randomWorkload(t testing.TB, tree *Tree, seed int64, n int) []Result {
+	rng := rand.New(rand.NewSource(seed))
+	paths := []string{"/a", "/b", "/c"}
+	pick := func() string { return paths[rng.Intn(len(paths))] }
+	acls := [][]jute.ACL{
+		open,
+		{acl(jute.PermAll, "ip", "127.0.0.0/8")},
+		{acl(jute.PermRead|jute.PermCreate|jute.PermDelete, "world", "anyone"), acl(jute.PermAll, "digest", "bob:x")},
+		nil,
+	}
+	var out []Result
+	zxid, now := int64(1), int64(1_000_000)
+	for _, n := range tree.nodes { // continue after the tree's zxids and times
+		zxid = max(zxid, n.czxid, n.mzxid, n.pzxid)
+		now = max(now, n.mtime)
+	}
+	for _, p := range paths {
+		zxid++
+		tree.Apply(TxnContext{Zxid: zxid, Time: now, Auth: local}, createW(jute.OpCreate, p, nil, open, 0, 0))
+	}
+	randCreate := func() (int32, *jute.CreateTTLRequest) {
+		op := []int32{jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL}[rng.Intn(4)]
+		flags := int32(rng.Intn(10)) - 3
+		if flags < 0 {
+			flags = 0
+		}
+		var data []byte
+		if rng.Intn(4) > 0 {
+			data = make([]byte, rng.Intn(20))
+			rng.Read(data)
+		}
+		name := fmt.Sprintf("%s/%c", pick(), 'a'+rng.Intn(6))
+		if rng.Intn(5) == 0 {
+			name = pick() + "/s-"
+		}
+		return op, &jute.CreateTTLRequest{Path: name, Data: data, ACL: acls[rng.Intn(len(acls))%3], Flags: flags, TTL: int64(rng.Intn(3000))}
+	}
+	for i := 0; i < n; i++ {
+		zxid++
+		now += int64(rng.Intn(500))
+		ctx := TxnContext{Zxid: zxid, Time: now, SessionID: int64(1 + rng.Intn(3)), Auth: local}
+		var w *Write
+		switch k := rng.Intn(10); {
+		case k < 4:
+			op, c := randCreate()
+			w = &Write{Type: op, Create: c}
+		case k < 5:
+			w = &Write{Type: jute.OpDelete, Delete: &jute.DeleteRequest{Path: pick(), Version: int32(rng.Intn(3)) - 1}}
+		case k < 6:
+			w = &Write{Type: jute.OpSetData, SetData: &jute.SetDataRequest{Path: pick(), Data: []byte{byte(i)}, Version: -1}}
+		case k < 7:
+			w = &Write{Type: jute.OpSetACL, SetACL: &jute.SetACLRequest{Path: pick(), ACL: acls[rng.Intn(len(acls))], Version: -1}}
+		case k < 8:
+			var ops []jute.MultiOp
+			for j := rng.Intn(4); j >= 0; j-- {
+				switch rng.Intn(4) {
+				case 0:
+					op, c := randCreate()
+					if op == jute.OpCreateTTL {
+						ops = append(ops, jute.MultiOp{Type: op, CreateTTL: c})
+					} else {
+						ops = append(ops, jute.MultiOp{Type: op, Create: &jute.CreateRequest{Path: c.Path, Data: c.Data, ACL: c.ACL, Flags: c.Flags}})
+					}
+				case 1:
+					ops = append(ops, opDelete(pick(), -1))
+				case 2:
+					ops = append(ops, opSetData(pick(), "m", -1))
+				case 3:
+					ops = append(ops, opCheck(pick(), int32(rng.Intn(2))-1))
+				}
+			}
+			w = multiW(ops...)
+		case k < 9:
+			tree.DeleteEphemerals(ctx, ctx.SessionID)
+			continue
+		default:
+			cont, ttls := tree.ExpiryCandidates(now)
+			for _, p := range cont {
+				out = append(out, apply1(tree, &ctx, &Write{Type: jute.OpDeleteContainer, Path: p}))
+			}
+			for _, p := range ttls {
+				out = append(out, apply1(tree, &ctx, &Write{Type: OpDeleteTTL, Path: p}))
+			}
+			continue
+		}
+		r := apply1(tree, &ctx, w)
+		if r.Err == 0 && r.Path != "" && rng.Intn(2) == 0 {
+			paths = append(paths, r.Path)
+		}
+		for _, m := range r.Multi {
+			if m.Path != "" {
+				paths = append(paths, m.Path)
+			}
+		}
+		out = append(out, r)
+		if err := tree.Check(); err != nil {
+			t.Fatalf("seed %d step %d: %v", seed, i, err)
+		}
+	}
+	return out
+}
+
+func apply1(tree *Tree, ctx *TxnContext, w *Write) Result {
+	r, _ := tree.Apply(*ctx, w)
+	ctx.Zxid++
+	return r
+}
+
+// requireSameTree compares everything the read API shows.
+func requireSameTree(t *testing.T, want, got *Tree) {
+	t.Helper()
+	require.Equal(t, want.Digest(), got.Digest())
+	require.Equal(t, want.NodeCount(), got.NodeCount())
+	require.Equal(t, want.ApproximateDataSize(), got.ApproximateDataSize())
+	require.Equal(t, want.EphemeralOwners(), got.EphemeralOwners())
+	for p, n := range want.nodes {
+		g := got.nodes[p]
+		require.NotNil(t, g, p)
+		require.Equal(t, n.meta, g.meta, p)
+		require.Equal(t, n.children, g.children, p)
+	}
+	for _, now := range []int64{0, 1 << 40} {
+		wc, wt := want.ExpiryCandidates(now)
+		gc, gt := got.ExpiryCandidates(now)
+		require.Equal(t, wc, gc)
+		require.Equal(t, wt, gt)
+	}
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	for seed := int64(1); seed <= 5; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			opts := Options{ExtendedTypesEnabled: seed%2 == 1}
+			tree := mustNewTree(t, opts)
+			randomWorkload(t, tree, seed, 800)
+			require.Greater(t, tree.NodeCount(), 20)
+
+			var buf bytes.Buffer
+			require.NoError(t, tree.WriteSnapshot(&buf))
+			got, err := ReadSnapshot(bytes.NewReader(buf.Bytes()), opts)
+			require.NoError(t, err)
+			mustCheckAtEnd(t, got)
+			requireSameTree(t, tree, got)
+
+			var again bytes.Buffer
+			require.NoError(t, got.WriteSnapshot(&again))
+			require.Equal(t, buf.Bytes(), again.Bytes(), "equal trees give equal bytes")
+
+			// Both trees go on identically.
+			r1 := randomWorkload(t, tree, seed+100, 200)
+			r2 := randomWorkload(t, got, seed+100, 200)
+			require.Equal(t, r1, r2)
+			requireSameTree(t, tree, got)
+		})
+	}
+}
+
+func TestDeterminism(t *testing.T) {
+	a, b := mustNewTree(t, Options{ExtendedTypesEnabled: true}), mustNewTree(t, Options{ExtendedTypesEnabled: true})
+	ra := randomWorkload(t, a, 42, 1000)
+	rb := randomWorkload(t, b, 42, 1000)
+	require.Equal(t, ra, rb)
+	requireSameTree(t, a, b)
+	c := mustNewTree(t, Options{ExtendedTypesEnabled: true})
+	randomWorkload(t, c, 43, 1000)
+	require.NotEqual(t, a.Digest(), c.Digest())
+}
+
+func TestSnapshotFreshTree(t *testing.T) {
+	tree := mustNewTree(t)
+	var buf bytes.Buffer
+	require.NoError(t, tree.WriteSnapshot(&buf))
+	got, err := ReadSnapshot(&buf, Options{})
+	require.NoError(t, err)
+	mustCheckAtEnd(t, got)
+	requireSameTree(t, tree, got)
+	st, _ := got.Exists("/zookeeper")
+	require.Equal(t, int32(-2), st.Cversion)
+}
+
+func TestSnapshotCorrupt(t *testing.T) {
+	tree := mustNewTree(t, Options{ExtendedTypesEnabled: true})
+	randomWorkload(t, tree, 7, 60)
+	var buf bytes.Buffer
+	require.NoError(t, tree.WriteSnapshot(&buf))
+	good := buf.Bytes()
+
+	// Every truncation fails.
+	for n := 0; n < len(good); n++ {
+		_, err := ReadSnapshot(bytes.NewReader(good[:n]), Options{})
+		require.Error(t, err, "truncated to %d", n)
+		require.True(t, errors.Is(err, ErrCorruptSnapshot), "truncated to %d: %v", n, err)
+	}
+	// Every single-bit flip fails (CRC-32C catches them all).
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 2000; i++ {
+		bad := bytes.Clone(good)
+		pos := rng.Intn(len(bad))
+		bad[pos] ^= 1 << rng.Intn(8)
+		_, err := ReadSnapshot(bytes.NewReader(bad), Options{})
+		require.Error(t, err, "bit flip at %d", pos)
+	}
+	// Random garbage never panics.
+	for i := 0; i < 500; i++ {
+		bad := make([]byte, rng.Intn(200))
+		rng.Read(bad)
+		if rng.Intn(2) == 0 && len(bad) >= 8 {
+			copy(bad, snapMagic)
+		}
+		_, err := ReadSnapshot(bytes.NewReader(bad), Options{})
+		require.Error(t, err)
+	}
+}
+
+// TestSnapshotStructureChecks builds structurally bad snapshots with a valid
+// checksum and expects each to be refused.
+func TestSnapshotStructureChecks(t *testing.T) {
+	build := func(nodes ...*node) []byte {
+		b := append([]byte(nil), snapMagic...)
+		b = append(b, 0, 0, 0, 0, 0, 0, 0, byte(len(nodes)))
+		for _, n := range nodes {
+			b = appendNode(b, n)
+		}
+		crc := crcOf(b)
+		return append(b, byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc))
+	}
+	root := func() *node { return &node{path: "/", meta: meta{acl: open}} }
+	for _, tt := range []struct {
+		name  string
+		nodes []*node
+	}{
+		{"empty", nil},
+		{"no root first", []*node{{path: "/a"}, root()}},
+		{"orphan", []*node{root(), {path: "/a/b"}}},
+		{"duplicate", []*node{root(), {path: "/a"}, {path: "/a"}}},
+		{"bad path", []*node{root(), {path: "/a/"}}},
+		{"bad kind", []*node{root(), {path: "/a", meta: meta{kind: 9}}}},
+		{"ephemeral without owner", []*node{root(), {path: "/a", meta: meta{kind: kindEphemeral}}}},
+		{"owner on persistent", []*node{root(), {path: "/a", meta: meta{owner: 5}}}},
+		{"ttl without ttl", []*node{root(), {path: "/a", meta: meta{kind: kindTTL}}}},
+		{"ttl too big", []*node{root(), {path: "/a", meta: meta{kind: kindTTL, ttl: 1 << 40}}}},
+		{"child of ephemeral", []*node{root(), {path: "/a", meta: meta{kind: kindEphemeral, owner: 1}}, {path: "/a/b"}}},
+		{"pzxid below child czxid", []*node{root(), {path: "/a", meta: meta{czxid: 5, creates: 1}}}},
+		{"counter below children", []*node{root(), {path: "/a"}}},
+		{"ephemeral root", []*node{{path: "/", meta: meta{kind: kindEphemeral, owner: 1}}}},
+	} {
+		_, err := ReadSnapshot(bytes.NewReader(build(tt.nodes...)), Options{})
+		require.Error(t, err, tt.name)
+		require.True(t, errors.Is(err, ErrCorruptSnapshot), "%s: %v", tt.name, err)
+	}
+	// The minimal valid snapshot: just the root.
+	got, err := ReadSnapshot(bytes.NewReader(build(root())), Options{})
+	require.NoError(t, err)
+	require.Equal(t, 1, got.NodeCount())
+}

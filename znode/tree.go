@@ -1,0 +1,140 @@
+package znode
+
+import (
+	"github.com/zkraft/zkraft/jute"
+)
+
+// Options configures a Tree.
+type Options struct {
+	// ExtendedTypesEnabled allows TTL nodes
+	// (zookeeper.extendedTypesEnabled). When false, TTL modes give
+	// Unimplemented (-6).
+	ExtendedTypesEnabled bool
+}
+
+// Tree is the ZooKeeper data tree. See the package documentation for its
+// concurrency rules and invariants.
+type Tree struct {
+	opts Options
+	// nodes maps every full path to its node ("/" for the root).
+	nodes map[string]*node
+	// ephemerals indexes kindEphemeral nodes by owning session.
+	ephemerals map[int64]map[string]struct{}
+	containers map[string]struct{} // paths of kindContainer nodes
+	ttls       map[string]struct{} // paths of kindTTL nodes
+	// dataSize is the sum over nodes of len(path)+len(data)
+	// (DataTree.approximateDataSize).
+	dataSize int64
+	// open is the shared [31 world:anyone] ACL.
+	open []jute.ACL
+
+	// undo is the multi's undo log; recording is on only inside a multi.
+	undo      []undoRec
+	recording bool
+}
+
+// New returns a tree holding ZooKeeper 3.8's built-in nodes: "/",
+// "/zookeeper", "/zookeeper/quota" and "/zookeeper/config", all with zero
+// stats. /zookeeper/config has ACL world:anyone READ, empty (non-nil) data
+// and aversion -1; /zookeeper shows cversion -2 (C = 0, two children).
+func New(opts Options) *Tree {
+	t := newEmpty(opts)
+	root := &node{path: rootPath, meta: meta{data: []byte{}, acl: t.open}}
+	t.nodes[rootPath] = root
+	t.dataSize += int64(len(rootPath))
+	for _, n := range []*node{
+		{path: procPath, meta: meta{data: []byte{}, acl: t.open}},
+		{path: quotaPath, meta: meta{data: []byte{}, acl: t.open}},
+		{path: configPath, meta: meta{data: []byte{}, aversion: -1,
+			acl: []jute.ACL{{Perms: jute.PermRead, ID: jute.Id{Scheme: schemeWorld, ID: idAnyone}}}}},
+	} {
+		t.insert(n, t.nodes[parentOf(n.path, lastSlash(n.path))])
+	}
+	return t
+}
+
+func newEmpty(opts Options) *Tree {
+	return &Tree{
+		opts:       opts,
+		nodes:      make(map[string]*node),
+		ephemerals: make(map[int64]map[string]struct{}),
+		containers: make(map[string]struct{}),
+		ttls:       make(map[string]struct{}),
+		open:       []jute.ACL{openEntry},
+	}
+}
+
+// lookup returns the node at path. As in ZooKeeper, whose node map also holds
+// the root under "", the empty path names the root.
+func (t *Tree) lookup(path string) *node {
+	if path == "" {
+		path = rootPath
+	}
+	return t.nodes[path]
+}
+
+// insert links n under parent and into the indexes. It does not touch the
+// parent's meta (the caller does, after saving it).
+func (t *Tree) insert(n, parent *node) {
+	t.nodes[n.path] = n
+	if parent.children == nil {
+		parent.children = make(map[string]struct{})
+	}
+	parent.children[n.name()] = struct{}{}
+	switch n.kind {
+	case kindEphemeral:
+		s := t.ephemerals[n.owner]
+		if s == nil {
+			s = make(map[string]struct{})
+			t.ephemerals[n.owner] = s
+		}
+		s[n.path] = struct{}{}
+	case kindContainer:
+		t.containers[n.path] = struct{}{}
+	case kindTTL:
+		t.ttls[n.path] = struct{}{}
+	}
+	t.dataSize += int64(len(n.path) + len(n.data))
+	if t.recording {
+		t.undo = append(t.undo, undoRec{op: undoInsert, n: n, parent: parent})
+	}
+}
+
+// remove unlinks the childless node n from parent and the indexes.
+func (t *Tree) remove(n, parent *node) {
+	delete(t.nodes, n.path)
+	delete(parent.children, n.name())
+	if len(parent.children) == 0 {
+		parent.children = nil
+	}
+	switch n.kind {
+	case kindEphemeral:
+		if s := t.ephemerals[n.owner]; s != nil {
+			delete(s, n.path)
+			if len(s) == 0 {
+				delete(t.ephemerals, n.owner)
+			}
+		}
+	case kindContainer:
+		delete(t.containers, n.path)
+	case kindTTL:
+		delete(t.ttls, n.path)
+	}
+	t.dataSize -= int64(len(n.path) + len(n.data))
+	if t.recording {
+		t.undo = append(t.undo, undoRec{op: undoRemove, n: n, parent: parent})
+	}
+}
+
+// save records n's meta in the undo log before a change to it.
+func (t *Tree) save(n *node) {
+	if t.recording {
+		t.undo = append(t.undo, undoRec{op: undoMeta, n: n, saved: n.meta})
+	}
+}
+
+// setData replaces n's data, keeping dataSize current. The caller saved n.
+func (t *Tree) setData(n *node, data []byte) {
+	t.dataSize += int64(len(data) - len(n.data))
+	n.data = data
+}
