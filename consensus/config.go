@@ -1,0 +1,110 @@
+package consensus
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Defaults applied by Start to zero-valued Config fields.
+const (
+	DefaultTickInterval   = 100 * time.Millisecond
+	DefaultElectionTicks  = 10
+	DefaultHeartbeatTicks = 1
+	DefaultSnapshotEvery  = 10000
+	DefaultKeepEntries    = 5000
+
+	// maxSizePerMsg bounds the bytes of entries in one append message and
+	// in one Ready's CommittedEntries.
+	maxSizePerMsg = 1 << 20
+	// maxInflightMsgs bounds the append messages in flight to one follower.
+	maxInflightMsgs = 256
+	// maxUncommittedBytes bounds the uncommitted tail on the leader; past it
+	// raft drops proposals (Propose returns an error) instead of growing
+	// memory without bound.
+	maxUncommittedBytes = 64 << 20
+)
+
+// Peer names one member of the raft group.
+type Peer struct {
+	ID   uint64 // raft member id (ZooKeeper myid), never 0, never reused
+	Addr string // host:peerPort, used by the TCP transport
+}
+
+// Config configures a Node. Zero-valued durations and counts take the
+// Default* constants.
+type Config struct {
+	ID             uint64        // this member's id (myid); standalone uses 1
+	Peers          []Peer        // initial members including self; standalone: [{ID:1}]
+	DataDir        string        // bbolt file <DataDir>/raft.db and snapshot files <DataDir>/snap/
+	TickInterval   time.Duration // raft logical clock period, default 100ms
+	ElectionTicks  int           // election timeout in ticks, default 10
+	HeartbeatTicks int           // heartbeat period in ticks, default 1
+	SnapshotEvery  uint64        // take a snapshot after this many applied entries since the last one (default 10000)
+	KeepEntries    uint64        // entries kept behind a snapshot for slow followers (default 5000)
+	Transport      Transport     // nil => single-member, no network
+	Logger         zerolog.Logger
+	// OnLeaderChange is called from the raft goroutine whenever this
+	// member's view of the leader or of its own leadership changes, after the
+	// committed entries of the same Ready have been applied. It must not block
+	// and must not call back into Node methods that wait (Propose, ReadIndex,
+	// WaitApplied, Stop).
+	OnLeaderChange func(isLeader bool, leaderID uint64, term uint64)
+	// Join starts a member with empty storage without bootstrapping a new
+	// group: it waits to be added by the existing group (AddMember on the
+	// leader) and receives the log or a snapshot from the leader.
+	Join bool
+}
+
+// withDefaults returns a copy of c with defaults filled in, or an error
+// naming the first invalid field.
+func (c Config) withDefaults() (Config, error) {
+	if c.ID == 0 {
+		return c, errors.New("config: ID must be non-zero")
+	}
+	if c.DataDir == "" {
+		return c, errors.New("config: DataDir is required")
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = DefaultTickInterval
+	}
+	if c.ElectionTicks <= 0 {
+		c.ElectionTicks = DefaultElectionTicks
+	}
+	if c.HeartbeatTicks <= 0 {
+		c.HeartbeatTicks = DefaultHeartbeatTicks
+	}
+	if c.ElectionTicks <= c.HeartbeatTicks {
+		return c, fmt.Errorf("config: ElectionTicks (%d) must exceed HeartbeatTicks (%d)", c.ElectionTicks, c.HeartbeatTicks)
+	}
+	if c.SnapshotEvery == 0 {
+		c.SnapshotEvery = DefaultSnapshotEvery
+	}
+	if c.KeepEntries == 0 {
+		c.KeepEntries = DefaultKeepEntries
+	}
+	if len(c.Peers) == 0 && !c.Join {
+		c.Peers = []Peer{{ID: c.ID}}
+	}
+	seen := make(map[uint64]bool, len(c.Peers))
+	self := false
+	for _, p := range c.Peers {
+		if p.ID == 0 {
+			return c, errors.New("config: peer ID must be non-zero")
+		}
+		if seen[p.ID] {
+			return c, fmt.Errorf("config: duplicate peer ID %d", p.ID)
+		}
+		seen[p.ID] = true
+		self = self || p.ID == c.ID
+	}
+	if !self && !c.Join {
+		return c, fmt.Errorf("config: Peers must include this member (ID %d)", c.ID)
+	}
+	if c.Transport == nil && (len(c.Peers) > 1 || c.Join) {
+		return c, fmt.Errorf("config: %d peers (join=%v) need a Transport", len(c.Peers), c.Join)
+	}
+	return c, nil
+}

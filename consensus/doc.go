@@ -1,0 +1,85 @@
+// Package consensus replicates opaque byte entries with raft
+// (go.etcd.io/raft/v3) and stores them with bbolt. It knows nothing about
+// ZooKeeper: the caller supplies a StateMachine that applies entries and
+// serializes/restores its state as snapshots.
+//
+// # Goroutine model
+//
+// Start launches one loop goroutine per Node. It ticks raft, receives each
+// raft.Ready and handles it completely (persist, send, apply, snapshot,
+// Advance) before taking the next, so all StateMachine methods and
+// OnLeaderChange run on that goroutine, one at a time. raft.Node runs its own
+// internal goroutine that accepts proposals and messages while the loop is
+// busy writing; proposals that arrive during one fsync are emitted together
+// in the next Ready, which is how concurrent proposals share one fsync
+// (group commit). Propose, ReadIndex, WaitApplied, Status and the
+// MessageHandler methods may be called from any goroutine. The Transport's
+// own goroutines call the MessageHandler methods.
+//
+// # Ready order
+//
+// Each Ready is handled in the order raft's documentation requires:
+//
+//  1. A snapshot received from the leader is written to
+//     <DataDir>/snap/<term>-<index>.snap and fsync'd (file and directory).
+//  2. In ONE bbolt Update (one fsync): the snapshot's metadata, the
+//     HardState and the new Entries (replacing any stored entries at or
+//     after the first new index).
+//  3. The same is mirrored into raft.MemoryStorage, which raft reads.
+//  4. Messages are handed to the Transport.
+//  5. The snapshot is restored into the StateMachine, then committed
+//     entries are applied: EntryNormal with data through StateMachine.Apply,
+//     conf changes through raft's ApplyConfChange with the resulting
+//     ConfState persisted. The applied index is then published, releasing
+//     WaitApplied and ReadIndex callers.
+//  6. If SnapshotEvery entries were applied since the last snapshot, the
+//     StateMachine is snapshotted to a file (fsync'd), then its metadata is
+//     recorded and entries below index-KeepEntries are deleted in one bbolt
+//     Update, MemoryStorage is compacted, and only the newest two snapshot
+//     files are kept. A snapshot is also taken right after a conf change
+//     once the log has been compacted, so a joining member is sent a
+//     snapshot whose ConfState includes it.
+//  7. Advance.
+//
+// AsynchronousStorageWrites is not used.
+//
+// # Durability invariant
+//
+// Nothing is applied, sent or acknowledged before the state it depends on
+// is fsync'd: entries reach StateMachine.Apply only after the bbolt
+// transaction holding them committed, and messages (votes, append
+// acknowledgements) leave only after the HardState and entries they vouch
+// for are durable. bbolt's NoSync is never set. The one relaxation raft
+// permits is used: a HardState that only advances the commit index
+// (Ready.MustSync false) is not written on its own but with the next write,
+// because a lost commit index is re-learned from the log and the leader.
+// A recorded snapshot is never ahead of the durable commit index.
+//
+// Any storage error is fatal: it is logged, the loop stops without calling
+// Advance, Done is closed, Err returns the cause, and later calls return
+// ErrStopped. Nothing continues after a failed persist.
+//
+// # Restart
+//
+// The state machine lives in memory only. Start reopens bbolt, loads the
+// hard state and the recorded snapshot (its file's CRC32C is verified; a
+// corrupt file makes Start fail rather than skip it), calls
+// StateMachine.Restore, loads the entries after the snapshot into
+// MemoryStorage and restarts raft with Applied at the snapshot index, so raft
+// re-delivers, and the node re-applies, every committed entry after it.
+// Entries kept behind the snapshot (KeepEntries) are not reloaded after a
+// restart; a follower that needs them receives the snapshot instead.
+//
+// # Membership and transport
+//
+// A nil Config.Transport means a single member. TCPTransport (one
+// persistent connection per peer, length-prefixed raftpb.Message frames,
+// bounded per-peer queues that drop and report the peer unreachable when
+// full, reconnect with backoff) connects a group. AddMember and RemoveMember
+// change membership one voter at a time through ConfChangeV2; the new
+// member's address travels in the conf change so every transport learns it.
+//
+// # On-disk format
+//
+// See schema.go (bbolt buckets and keys) and snapfile.go (snapshot files).
+package consensus

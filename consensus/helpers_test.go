@@ -1,0 +1,232 @@
+package consensus
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+)
+
+// testTimeout bounds every wait in these tests.
+const testTimeout = 10 * time.Second
+
+// logSM is a fake StateMachine: an append-only log of applied entries.
+type logSM struct {
+	mu       sync.Mutex
+	datas    [][]byte
+	indexes  []uint64
+	last     uint64 // index of the last Apply or Restore
+	restores int
+	bad      []string // contract violations seen
+	changed  chan struct{}
+}
+
+func newLogSM() *logSM { return &logSM{changed: make(chan struct{})} }
+
+func (s *logSM) Apply(index, term uint64, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if index <= s.last {
+		s.bad = append(s.bad, fmt.Sprintf("apply %d after %d", index, s.last))
+	}
+	if term == 0 || len(data) == 0 {
+		s.bad = append(s.bad, fmt.Sprintf("apply %d: term %d, %d bytes", index, term, len(data)))
+	}
+	s.datas = append(s.datas, bytes.Clone(data))
+	s.indexes = append(s.indexes, index)
+	s.last = index
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// Snapshot encodes last, then (index, len, data) per entry.
+func (s *logSM) Snapshot() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := binary.BigEndian.AppendUint64(nil, s.last)
+	for i, d := range s.datas {
+		b = binary.BigEndian.AppendUint64(b, s.indexes[i])
+		b = binary.BigEndian.AppendUint32(b, uint32(len(d)))
+		b = append(b, d...)
+	}
+	return b, nil
+}
+
+func (s *logSM) Restore(index uint64, b []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(b) < 8 {
+		return errors.New("short snapshot")
+	}
+	last := binary.BigEndian.Uint64(b)
+	if last > index {
+		return fmt.Errorf("snapshot state at %d newer than index %d", last, index)
+	}
+	b = b[8:]
+	var datas [][]byte
+	var idxs []uint64
+	for len(b) > 0 {
+		if len(b) < 12 {
+			return errors.New("truncated snapshot")
+		}
+		i, n := binary.BigEndian.Uint64(b), binary.BigEndian.Uint32(b[8:])
+		b = b[12:]
+		if uint32(len(b)) < n {
+			return errors.New("truncated snapshot entry")
+		}
+		idxs = append(idxs, i)
+		datas = append(datas, bytes.Clone(b[:n]))
+		b = b[n:]
+	}
+	s.datas, s.indexes, s.last = datas, idxs, index
+	s.restores++
+	return nil
+}
+
+type smState struct {
+	datas   []string
+	indexes []uint64
+}
+
+func (s *logSM) state() smState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := smState{indexes: append([]uint64(nil), s.indexes...)}
+	for _, d := range s.datas {
+		st.datas = append(st.datas, string(d))
+	}
+	return st
+}
+
+// waitCount waits until at least n entries were applied.
+func (s *logSM) waitCount(t testing.TB, n int) {
+	t.Helper()
+	deadline := time.After(testTimeout)
+	for {
+		s.mu.Lock()
+		got, ch := len(s.datas), s.changed
+		s.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("applied %d entries, want %d", got, n)
+		}
+	}
+}
+
+func (s *logSM) violations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.bad...)
+}
+
+// testNode is a started single-member node with its state machine.
+type testNode struct {
+	*Node
+	sm      *logSM
+	leaderC chan struct{} // closed when this node first becomes leader
+}
+
+type cfgOpt func(*Config)
+
+func startTestNode(t testing.TB, dir string, opts ...cfgOpt) *testNode {
+	t.Helper()
+	tn, err := tryStartTestNode(t, dir, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tn.Stop() })
+	return tn
+}
+
+func tryStartTestNode(t testing.TB, dir string, opts ...cfgOpt) (*testNode, error) {
+	leaderC := make(chan struct{})
+	var once sync.Once
+	cfg := Config{
+		ID:           1,
+		DataDir:      dir,
+		TickInterval: 10 * time.Millisecond,
+		Logger:       testLogger(t),
+		OnLeaderChange: func(isLeader bool, _, _ uint64) {
+			if isLeader {
+				once.Do(func() { close(leaderC) })
+			}
+		},
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	sm := newLogSM()
+	n, err := Start(cfg, sm)
+	if err != nil {
+		return nil, err
+	}
+	return &testNode{Node: n, sm: sm, leaderC: leaderC}, nil
+}
+
+func testLogger(t testing.TB) zerolog.Logger {
+	if tt, ok := t.(*testing.T); ok {
+		return zerolog.New(zerolog.NewTestWriter(tt)).Level(zerolog.InfoLevel)
+	}
+	return zerolog.Nop()
+}
+
+func (tn *testNode) waitLeader(t testing.TB) {
+	t.Helper()
+	select {
+	case <-tn.leaderC:
+	case <-time.After(testTimeout):
+		t.Fatal("no leader elected")
+	}
+}
+
+func testCtx(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// proposeSeq proposes n entries "<prefix>-<i>" one after the other.
+func (tn *testNode) proposeSeq(t testing.TB, prefix string, n int) []string {
+	t.Helper()
+	ctx := testCtx(t)
+	var want []string
+	for i := range n {
+		d := fmt.Sprintf("%s-%d", prefix, i)
+		require.NoError(t, tn.Propose(ctx, []byte(d)))
+		want = append(want, d)
+	}
+	return want
+}
+
+// proposeEach proposes n entries, waiting for each to be applied before the
+// next, so every Ready applies about one entry.
+func (tn *testNode) proposeEach(t testing.TB, prefix string, n int) []string {
+	t.Helper()
+	ctx := testCtx(t)
+	base := len(tn.sm.state().datas)
+	var want []string
+	for i := range n {
+		d := fmt.Sprintf("%s-%d", prefix, i)
+		require.NoError(t, tn.Propose(ctx, []byte(d)))
+		tn.sm.waitCount(t, base+i+1)
+		want = append(want, d)
+	}
+	return want
+}
+
+// settle returns once every Ready that was being handled when it was called
+// has been handled completely (including any snapshot it triggered).
+func (tn *testNode) settle(t testing.TB) {
+	t.Helper()
+	_, err := tn.ReadIndex(testCtx(t))
+	require.NoError(t, err)
+}

@@ -1,0 +1,228 @@
+package consensus
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestProposeAppliedInOrderExactlyOnce(t *testing.T) {
+	tn := startTestNode(t, t.TempDir())
+	tn.waitLeader(t)
+	require.True(t, tn.IsLeader())
+
+	want := tn.proposeSeq(t, "e", 200)
+	tn.sm.waitCount(t, len(want))
+
+	st := tn.sm.state()
+	require.Equal(t, want, st.datas)
+	require.Empty(t, tn.sm.violations())
+	for i := 1; i < len(st.indexes); i++ {
+		require.Greater(t, st.indexes[i], st.indexes[i-1])
+	}
+	require.GreaterOrEqual(t, tn.AppliedIndex(), st.indexes[len(st.indexes)-1])
+
+	s := tn.Status()
+	require.True(t, s.IsLeader)
+	require.Equal(t, uint64(1), s.Lead)
+	require.Equal(t, []uint64{1}, s.Voters)
+	require.GreaterOrEqual(t, s.Commit, s.Applied)
+}
+
+func TestRestartReplaysFromLog(t *testing.T) {
+	dir := t.TempDir()
+	tn := startTestNode(t, dir)
+	tn.waitLeader(t)
+	want := tn.proposeSeq(t, "a", 50)
+	tn.sm.waitCount(t, len(want))
+	before := tn.sm.state()
+	appliedBefore := tn.AppliedIndex()
+	require.NoError(t, tn.Stop())
+	require.NoError(t, tn.Stop(), "Stop is idempotent")
+	require.NoError(t, tn.Err())
+
+	tn2 := startTestNode(t, dir)
+	require.NoError(t, tn2.WaitApplied(testCtx(t), appliedBefore))
+	require.Equal(t, before, tn2.sm.state())
+	require.Zero(t, tn2.sm.restores, "no snapshot was taken")
+	require.GreaterOrEqual(t, tn2.AppliedIndex(), appliedBefore)
+
+	tn2.waitLeader(t)
+	tn2.proposeSeq(t, "b", 1)
+	tn2.sm.waitCount(t, len(want)+1)
+	after := tn2.sm.state()
+	require.Greater(t, after.indexes[len(after.indexes)-1], before.indexes[len(before.indexes)-1])
+	require.Empty(t, tn2.sm.violations())
+}
+
+func TestSnapshotBoundsLogAndRestores(t *testing.T) {
+	const every, keep = 10, 5
+	dir := t.TempDir()
+	opts := func(c *Config) { c.SnapshotEvery, c.KeepEntries = every, keep }
+	tn := startTestNode(t, dir, opts)
+	tn.waitLeader(t)
+	tn.proposeEach(t, "s", 100)
+	tn.settle(t)
+	before := tn.sm.state()
+	appliedBefore := tn.AppliedIndex()
+
+	s := tn.Status()
+	require.Greater(t, s.LastSnapshotIndex, uint64(50))
+	require.LessOrEqual(t, s.LogEntries, uint64(2*(every+keep)), "in-memory log is compacted")
+	n, err := tn.store.entryCount()
+	require.NoError(t, err)
+	require.LessOrEqual(t, n, 2*(every+keep), "bbolt log is compacted")
+	require.NoError(t, tn.Stop())
+
+	files, err := listSnapFiles(filepath.Join(dir, snapDirName))
+	require.NoError(t, err)
+	require.Len(t, files, snapFilesKept)
+
+	tn2 := startTestNode(t, dir, opts)
+	require.Equal(t, 1, tn2.sm.restores)
+	require.NoError(t, tn2.WaitApplied(testCtx(t), appliedBefore))
+	require.Equal(t, before, tn2.sm.state())
+	require.Empty(t, tn2.sm.violations())
+
+	// The restarted node keeps working and snapshotting.
+	tn2.waitLeader(t)
+	tn2.proposeEach(t, "t", 30)
+	tn2.settle(t)
+	require.Greater(t, tn2.Status().LastSnapshotIndex, appliedBefore)
+}
+
+func TestCorruptSnapshotFailsStart(t *testing.T) {
+	dir := t.TempDir()
+	opts := func(c *Config) { c.SnapshotEvery, c.KeepEntries = 10, 5 }
+	tn := startTestNode(t, dir, opts)
+	tn.waitLeader(t)
+	tn.proposeEach(t, "c", 30)
+	tn.settle(t)
+	require.NotZero(t, tn.Status().LastSnapshotIndex)
+	require.NoError(t, tn.Stop())
+
+	files, err := listSnapFiles(filepath.Join(dir, snapDirName))
+	require.NoError(t, err)
+	newest := filepath.Join(dir, snapDirName, files[len(files)-1].name)
+	b, err := os.ReadFile(newest)
+	require.NoError(t, err)
+	b[len(b)-1] ^= 0xff
+	require.NoError(t, os.WriteFile(newest, b, 0o600))
+
+	_, err = tryStartTestNode(t, dir, opts)
+	require.ErrorIs(t, err, ErrCorruptSnapshot)
+	require.ErrorContains(t, err, "checksum")
+
+	// The failed start released the bbolt file lock.
+	require.NoError(t, os.WriteFile(newest, append(b[:len(b)-1:len(b)-1], b[len(b)-1]^0xff), 0o600))
+	tn2 := startTestNode(t, dir, opts)
+	require.Equal(t, 1, tn2.sm.restores)
+}
+
+func TestReadIndexCoversAppliedProposal(t *testing.T) {
+	tn := startTestNode(t, t.TempDir())
+	tn.waitLeader(t)
+	tn.sm.waitCount(t, len(tn.proposeSeq(t, "r", 5)))
+	last := tn.sm.state().indexes[4]
+
+	ctx := testCtx(t)
+	idx, err := tn.ReadIndex(ctx)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, idx, last)
+	require.GreaterOrEqual(t, tn.AppliedIndex(), idx)
+
+	// Concurrent reads all complete.
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for range 20 {
+		wg.Go(func() {
+			_, err := tn.ReadIndex(ctx)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestConcurrentProposalsAreBatched(t *testing.T) {
+	tn := startTestNode(t, t.TempDir())
+	tn.waitLeader(t)
+	// Wait until bootstrap entries are out of the way.
+	_, err := tn.ReadIndex(testCtx(t))
+	require.NoError(t, err)
+	before := tn.Status()
+
+	const n = 500
+	ctx := testCtx(t)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs <- tn.Propose(ctx, []byte{byte(i), byte(i >> 8)})
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	tn.sm.waitCount(t, n)
+	after := tn.Status()
+
+	batches := after.PersistBatches - before.PersistBatches
+	entries := after.PersistedEntries - before.PersistedEntries
+	t.Logf("%d entries in %d bbolt transactions", entries, batches)
+	require.GreaterOrEqual(t, entries, uint64(n))
+	require.Less(t, batches, entries, "concurrent proposals share fsyncs")
+	require.Empty(t, tn.sm.violations())
+}
+
+func TestStoppedNodeRefusesWork(t *testing.T) {
+	tn := startTestNode(t, t.TempDir())
+	tn.waitLeader(t)
+	require.NoError(t, tn.Stop())
+	<-tn.Done()
+	ctx := testCtx(t)
+	require.ErrorIs(t, tn.Propose(ctx, []byte("x")), ErrStopped)
+	_, err := tn.ReadIndex(ctx)
+	require.ErrorIs(t, err, ErrStopped)
+	require.ErrorIs(t, tn.WaitApplied(ctx, tn.AppliedIndex()+1), ErrStopped)
+	require.NoError(t, tn.WaitApplied(ctx, tn.AppliedIndex()))
+	require.True(t, tn.Status().Stopped)
+	require.False(t, tn.IsLeader())
+}
+
+func TestStorageErrorIsFatal(t *testing.T) {
+	tn := startTestNode(t, t.TempDir())
+	tn.waitLeader(t)
+	tn.sm.waitCount(t, len(tn.proposeSeq(t, "f", 3)))
+
+	// Pull the database out from under the loop: the next write fails.
+	require.NoError(t, tn.store.db.Close())
+	_ = tn.Propose(testCtx(t), []byte("lost"))
+	select {
+	case <-tn.Done():
+	case <-testCtxDone(t):
+		t.Fatal("node did not stop after a storage error")
+	}
+	require.Error(t, tn.Err())
+	require.ErrorContains(t, tn.Err(), "persist")
+	require.ErrorIs(t, tn.Propose(testCtx(t), []byte("y")), ErrStopped)
+	require.Len(t, tn.sm.state().datas, 3, "nothing applied after the failed write")
+}
+
+func testCtxDone(t *testing.T) <-chan struct{} { return testCtx(t).Done() }
+
+func TestProposeValidation(t *testing.T) {
+	tn := startTestNode(t, t.TempDir())
+	require.ErrorIs(t, tn.Propose(testCtx(t), nil), ErrEmptyProposal)
+}

@@ -1,0 +1,66 @@
+package consensus
+
+import (
+	"slices"
+
+	"go.etcd.io/raft/v3"
+)
+
+// Status is a point-in-time view of a Node, for monitoring and tests.
+type Status struct {
+	ID                uint64
+	Term              uint64
+	Vote              uint64
+	Lead              uint64 // 0 when no leader is known; same view as Propose and IsLeader
+	Commit            uint64
+	Applied           uint64
+	IsLeader          bool
+	RaftState         string   // StateFollower, StateCandidate, StatePreCandidate or StateLeader
+	Voters            []uint64 // sorted, as of the applied index
+	Learners          []uint64 // sorted, as of the applied index
+	LastSnapshotIndex uint64
+	FirstIndex        uint64 // first log entry kept in memory
+	LastIndex         uint64 // last log entry
+	LogEntries        uint64 // entries kept in memory (LastIndex-FirstIndex+1)
+	PersistBatches    uint64 // bbolt transactions that carried log entries
+	PersistedEntries  uint64 // log entries written to bbolt
+	Stopped           bool
+}
+
+// Status returns the node's current status. It is safe to call at any time,
+// including after Stop (raft fields are then zero).
+func (n *Node) Status() Status {
+	rs := n.rn.Status()
+	s := Status{
+		ID:                n.cfg.ID,
+		Term:              rs.GetTerm(),
+		Vote:              rs.GetVote(),
+		Lead:              n.lead.Load(),
+		Commit:            rs.GetCommit(),
+		Applied:           n.applied.get(),
+		IsLeader:          n.isLeader.Load(),
+		RaftState:         raft.StateType(n.raftState.Load()).String(),
+		LastSnapshotIndex: n.snapIndex.Load(),
+		PersistBatches:    n.batches.Load(),
+		PersistedEntries:  n.persisted.Load(),
+	}
+	if rs.HardState == nil { // stopped
+		s.Term = n.term.Load()
+	}
+	if cs := n.confState.Load(); cs != nil {
+		s.Voters = slices.Sorted(slices.Values(cs.GetVoters()))
+		s.Learners = slices.Sorted(slices.Values(cs.GetLearners()))
+	}
+	first, _ := n.mem.FirstIndex()
+	last, _ := n.mem.LastIndex()
+	s.FirstIndex, s.LastIndex = first, last
+	if last >= first {
+		s.LogEntries = last - first + 1
+	}
+	select {
+	case <-n.done:
+		s.Stopped = true
+	default:
+	}
+	return s
+}
