@@ -36,7 +36,40 @@ type Config struct {
 	// SnapshotEvery is how many applied entries trigger a snapshot (snapCount).
 	SnapshotEvery uint64
 	ServerID      uint64 // myid; 1 when standalone
+	// Members lists the ensemble from server.N lines; empty when standalone.
+	Members map[uint64]Member
+	// Join starts a new member with empty storage that waits to be added by
+	// a reconfig, instead of bootstrapping a group (zkraft.join, --join).
+	Join bool
+	// ReconfigEnabled allows the reconfig request (reconfigEnabled).
+	ReconfigEnabled bool
+	// ElectionTickMs is raft's tick; an election starts after 10 ticks of
+	// silence from the leader.
+	ElectionTickMs int
 }
+
+// Resolve finishes a configuration after every override: in an ensemble it
+// reads this member's id from dataDir/myid and checks it has a server line.
+func (c *Config) Resolve() error {
+	if len(c.Members) == 0 {
+		return nil
+	}
+	id, err := readMyID(c.DataDir)
+	if err != nil {
+		if len(c.Members) > 1 {
+			return err
+		}
+		id = sortedMembers(c.Members)[0].ID
+	}
+	if _, ok := c.Members[id]; !ok {
+		return fmt.Errorf("myid %d has no server.%d line", id, id)
+	}
+	c.ServerID = id
+	return nil
+}
+
+// Standalone reports whether the config describes a single server.
+func (c *Config) Standalone() bool { return len(c.Members) <= 1 }
 
 // Default returns the embedded defaults: client port 2181, data in
 // ./zkraft-data, tickTime 2000, as `zkraft serve` uses without a file.
@@ -51,6 +84,7 @@ func Default() Config {
 		ContainerCheckInterval: 60 * time.Second,
 		SnapshotEvery:          100000,
 		ServerID:               1,
+		ElectionTickMs:         100,
 	}
 }
 
@@ -62,7 +96,7 @@ var knownFourLetterWords = []string{"ruok", "srvr", "stat", "conf", "cons", "crs
 var ignoredKeys = map[string]bool{
 	"initLimit": true, "syncLimit": true, "admin.enableServer": true, "admin.serverPort": true,
 	"autopurge.snapRetainCount": true, "autopurge.purgeInterval": true, "standaloneEnabled": true,
-	"reconfigEnabled": true, "metricsProvider.className": true, "metricsProvider.httpPort": true,
+	"metricsProvider.className": true, "metricsProvider.httpPort": true,
 	"preAllocSize": true, "globalOutstandingLimit": true, "electionAlg": true, "forceSync": true,
 }
 
@@ -173,7 +207,40 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 			return fmt.Errorf("must be a positive integer, got %q", value)
 		}
 		c.SnapshotEvery = n
+	case "reconfigEnabled":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("must be true or false, got %q", value)
+		}
+		c.ReconfigEnabled = b
+	case "zkraft.join":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("must be true or false, got %q", value)
+		}
+		c.Join = b
+	case "zkraft.electionTickMs":
+		n, err := atoi()
+		if err != nil || n <= 0 {
+			return fmt.Errorf("must be a positive integer, got %q", value)
+		}
+		c.ElectionTickMs = n
 	default:
+		if strings.HasPrefix(key, "server.") {
+			id, err := strconv.ParseUint(strings.TrimPrefix(key, "server."), 10, 64)
+			if err != nil || id == 0 || id > 254 {
+				return fmt.Errorf("server id must be a number from 1 to 254")
+			}
+			m, err := parseMember(id, value)
+			if err != nil {
+				return err
+			}
+			if c.Members == nil {
+				c.Members = map[uint64]Member{}
+			}
+			c.Members[id] = m
+			return nil
+		}
 		if !ignoredKeys[key] {
 			log.Warn().Str("key", key).Str("value", value).Msg("unknown config key ignored")
 		}

@@ -147,6 +147,9 @@ func (c *conn) serve() {
 		c.srv.fourLetterWord(c.nc, cmd)
 		return
 	}
+	if !c.srv.serving.Load() {
+		return // no quorum: the client moves on to another member
+	}
 	n := int32(binary.BigEndian.Uint32(first[:]))
 	if n < 0 || int(n) > c.srv.cfg.JuteMaxBuffer {
 		c.log.Warn().Int32("length", n).Msg("bad connect frame length, closing")
@@ -223,6 +226,7 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 			return false
 		}
 		srv.tracker.Track(req.SessionID, timeout)
+		srv.touch(req.SessionID)
 		resp.SessionID, resp.Passwd = sess.ID, sess.Password
 		srv.log.Debug().Str("session", sessionHex(sess.ID)).Msg("session reattached")
 	}
@@ -260,7 +264,7 @@ func (c *conn) readLoop(br *bufio.Reader) {
 		buf = frame[:0]
 		c.stats.received.Add(1)
 		c.srv.stats.received.Add(1)
-		c.srv.tracker.Touch(c.sessionID)
+		c.srv.touch(c.sessionID)
 		if len(frame) < 8 {
 			c.log.Warn().Int("length", len(frame)).Msg("request header too short, closing connection")
 			return

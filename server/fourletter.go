@@ -35,7 +35,14 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 }
 
 func (s *Server) mode() string {
-	return "standalone"
+	switch {
+	case s.cfg.Standalone():
+		return "standalone"
+	case s.leader.Load():
+		return "leader"
+	default:
+		return "follower"
+	}
 }
 
 func (s *Server) fourLetterOutput(cmd string) string {
@@ -45,10 +52,11 @@ func (s *Server) fourLetterOutput(cmd string) string {
 		return "imok"
 	case "isro":
 		return "rw"
-	case "srvr":
-		s.writeServerStats(&b, false)
-	case "stat":
-		s.writeServerStats(&b, true)
+	case "srvr", "stat":
+		if !s.serving.Load() {
+			return "This ZooKeeper instance is not currently serving requests\n"
+		}
+		s.writeServerStats(&b, cmd == "stat")
 	case "srst":
 		s.stats.reset()
 		return "Server stats reset.\n"

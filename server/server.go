@@ -50,6 +50,14 @@ type Server struct {
 	listener net.Listener
 	stats    serverStats
 
+	// Ensemble state.
+	serving   atomic.Bool // false while no leader with a quorum is known
+	touchMu   sync.Mutex
+	touched   map[int64]struct{} // sessions seen since the last liveness report
+	memberMu  sync.RWMutex
+	memberSet map[uint64]Member
+	peerLn    net.Listener // liveness side channel
+
 	stopOnce sync.Once
 	stopC    chan struct{}
 	wg       sync.WaitGroup
@@ -72,6 +80,12 @@ func New(cfg Config, log zerolog.Logger) *Server {
 		bySess:  map[int64]*conn{},
 		perIP:   map[string]int{},
 		stopC:   make(chan struct{}),
+		touched: map[int64]struct{}{},
+	}
+	s.serving.Store(true)
+	s.memberSet = cfg.Members
+	if len(s.memberSet) == 0 {
+		s.memberSet = map[uint64]Member{cfg.ServerID: {ID: cfg.ServerID, Role: "participant"}}
 	}
 	s.stats.reset()
 	s.sm = newStateMachine(znode.Options{ExtendedTypesEnabled: cfg.ExtendedTypes}, s.watches, s, log)
@@ -86,17 +100,35 @@ func (s *Server) Start() error {
 			return fmt.Errorf("create data dir: %w", err)
 		}
 	}
-	node, err := consensus.Start(consensus.Config{
+	ccfg := consensus.Config{
 		ID:            s.cfg.ServerID,
 		Peers:         []consensus.Peer{{ID: s.cfg.ServerID}},
 		DataDir:       s.cfg.LogDir(),
 		SnapshotEvery: s.cfg.SnapshotEvery,
+		TickInterval:  time.Duration(s.cfg.ElectionTickMs) * time.Millisecond,
+		Join:          s.cfg.Join,
 		Logger:        s.log,
 		OnLeaderChange: func(isLeader bool, leaderID, term uint64) {
 			s.onLeaderChange(isLeader, leaderID, term)
 		},
-	}, s.sm)
+	}
+	if !s.cfg.Standalone() {
+		self := s.cfg.Members[s.cfg.ServerID]
+		ccfg.Peers = consensusPeers(s.cfg.Members)
+		ccfg.Transport = consensus.NewTCPTransport(consensus.TCPConfig{
+			ID: s.cfg.ServerID, ListenAddr: self.PeerAddr(), Peers: ccfg.Peers, Logger: s.log,
+		})
+		ln, err := net.Listen("tcp", self.ElectionAddr())
+		if err != nil {
+			return fmt.Errorf("listen on election port %s: %w", self.ElectionAddr(), err)
+		}
+		s.peerLn = ln
+	}
+	node, err := consensus.Start(ccfg, s.sm)
 	if err != nil {
+		if s.peerLn != nil {
+			_ = s.peerLn.Close()
+		}
 		return fmt.Errorf("start consensus: %w", err)
 	}
 	s.node = node
@@ -119,6 +151,12 @@ func (s *Server) Start() error {
 	go s.acceptLoop()
 	go s.expiryLoop()
 	go s.containerLoop()
+	if s.peerLn != nil {
+		s.wg.Add(3)
+		go s.livenessReceiver(s.peerLn)
+		go s.livenessSender()
+		go s.servingMonitor()
+	}
 	return nil
 }
 
@@ -154,6 +192,9 @@ func (s *Server) Stop() error {
 		close(s.stopC)
 		if s.listener != nil {
 			_ = s.listener.Close()
+		}
+		if s.peerLn != nil {
+			_ = s.peerLn.Close()
 		}
 		s.connMu.Lock()
 		for c := range s.conns {

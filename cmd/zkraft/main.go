@@ -31,6 +31,7 @@ func serve(args []string) int {
 	configPath := fs.String("config", "", "ZooKeeper zoo.cfg to read")
 	clientPort := fs.Int("client-port", -1, "client port (overrides clientPort)")
 	dataDir := fs.String("data-dir", "", "data directory (overrides dataDir)")
+	join := fs.Bool("join", false, "start a new ensemble member that waits to be added by reconfig")
 	logFormat := fs.String("log-format", "json", "log format: json or console")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -54,6 +55,13 @@ func serve(args []string) int {
 		cfg.DataLogDir = ""
 	}
 
+	if *join {
+		cfg.Join = true
+	}
+	if err := cfg.Resolve(); err != nil {
+		log.Error().Err(err).Msg("bad configuration")
+		return 2
+	}
 	srv := server.New(cfg, log)
 	if err := srv.Start(); err != nil {
 		log.Error().Err(err).Msg("server failed to start")

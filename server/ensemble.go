@@ -1,0 +1,202 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/zkraft/zkraft/consensus"
+)
+
+// Session liveness in an ensemble. Only the leader expires sessions; a
+// member that holds a session's connection reports that it saw traffic by
+// sending the session id to the leader over the side channel (the election
+// port), at most every half tick. Nothing is written to the log for a ping.
+
+// livenessFrameMax bounds one liveness report.
+const livenessFrameMax = 1 << 20
+
+// touch records traffic of a session on this member.
+func (s *Server) touch(id int64) {
+	if s.leader.Load() || s.cfg.Standalone() {
+		s.tracker.Touch(id)
+		return
+	}
+	s.touchMu.Lock()
+	s.touched[id] = struct{}{}
+	s.touchMu.Unlock()
+}
+
+// takeTouched returns and clears the sessions touched since the last call.
+func (s *Server) takeTouched() []int64 {
+	s.touchMu.Lock()
+	defer s.touchMu.Unlock()
+	if len(s.touched) == 0 {
+		return nil
+	}
+	ids := make([]int64, 0, len(s.touched))
+	for id := range s.touched {
+		ids = append(ids, id)
+	}
+	s.touched = map[int64]struct{}{}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// livenessSender forwards touches to the current leader.
+func (s *Server) livenessSender() {
+	defer s.wg.Done()
+	period := time.Duration(s.cfg.TickTimeMs) * time.Millisecond / 2
+	t := time.NewTicker(period)
+	defer t.Stop()
+	var conn net.Conn
+	var connLeader uint64
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	for {
+		select {
+		case <-s.stopC:
+			return
+		case <-t.C:
+		}
+		ids := s.takeTouched()
+		if len(ids) == 0 || s.leader.Load() {
+			if s.leader.Load() {
+				for _, id := range ids {
+					s.tracker.Touch(id)
+				}
+			}
+			continue
+		}
+		lead := s.node.Status().Lead
+		m, ok := s.members()[lead]
+		if !ok {
+			continue
+		}
+		if conn != nil && connLeader != lead {
+			conn.Close()
+			conn = nil
+		}
+		if conn == nil {
+			c, err := net.DialTimeout("tcp", m.ElectionAddr(), period)
+			if err != nil {
+				s.log.Debug().Err(err).Uint64("leader", lead).Msg("liveness channel to leader unavailable")
+				continue
+			}
+			conn, connLeader = c, lead
+		}
+		buf := make([]byte, 4, 4+8+8*len(ids))
+		buf = binary.BigEndian.AppendUint64(buf, s.cfg.ServerID)
+		for _, id := range ids {
+			buf = binary.BigEndian.AppendUint64(buf, uint64(id))
+		}
+		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+		_ = conn.SetWriteDeadline(time.Now().Add(period))
+		if _, err := conn.Write(buf); err != nil {
+			conn.Close()
+			conn = nil
+		}
+	}
+}
+
+// livenessReceiver accepts liveness reports from other members.
+func (s *Server) livenessReceiver(ln net.Listener) {
+	defer s.wg.Done()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.log.Warn().Err(err).Msg("liveness accept failed")
+			}
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			go func() { <-s.stopC; c.Close() }()
+			var lenBuf [4]byte
+			for {
+				if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
+					return
+				}
+				n := binary.BigEndian.Uint32(lenBuf[:])
+				if n < 8 || n > livenessFrameMax || n%8 != 0 {
+					s.log.Warn().Uint32("length", n).Msg("bad liveness frame, closing")
+					return
+				}
+				body := make([]byte, n)
+				if _, err := io.ReadFull(c, body); err != nil {
+					return
+				}
+				for off := 8; off < len(body); off += 8 {
+					s.tracker.Touch(int64(binary.BigEndian.Uint64(body[off:])))
+				}
+			}
+		}()
+	}
+}
+
+// servingMonitor stops client service while this member knows no leader
+// that has a quorum (raft's CheckQuorum makes a cut-off leader step down),
+// and resumes it when a leader is back: a member that cannot reach a quorum
+// never answers a client.
+func (s *Server) servingMonitor() {
+	defer s.wg.Done()
+	grace := time.Duration(s.cfg.ElectionTickMs*10) * time.Millisecond
+	t := time.NewTicker(grace / 4)
+	defer t.Stop()
+	var leaderless time.Time
+	for {
+		select {
+		case <-s.stopC:
+			return
+		case <-t.C:
+		}
+		if s.node.Status().Lead != 0 {
+			leaderless = time.Time{}
+			if !s.serving.Load() {
+				s.serving.Store(true)
+				s.log.Info().Msg("leader known again, serving clients")
+			}
+			continue
+		}
+		if leaderless.IsZero() {
+			leaderless = time.Now()
+		}
+		if s.serving.Load() && time.Since(leaderless) >= grace {
+			s.serving.Store(false)
+			s.log.Warn().Msg("no leader with a quorum, closing client connections until one is back")
+			s.connMu.Lock()
+			for c := range s.conns {
+				c.close()
+			}
+			s.connMu.Unlock()
+		}
+	}
+}
+
+// members returns the current membership by id.
+func (s *Server) members() map[uint64]Member {
+	s.memberMu.RLock()
+	defer s.memberMu.RUnlock()
+	return s.memberSet
+}
+
+// consensusPeers lists the members for the raft layer.
+func consensusPeers(ms map[uint64]Member) []consensus.Peer {
+	var peers []consensus.Peer
+	for _, m := range sortedMembers(ms) {
+		peers = append(peers, consensus.Peer{ID: m.ID, Addr: m.PeerAddr()})
+	}
+	return peers
+}
