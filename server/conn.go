@@ -36,6 +36,7 @@ type item struct {
 	deadline time.Time
 	build    func(c *conn, it *item) (frame []byte, closeAfter bool)
 	received time.Time
+	read     bool // a read: later writes of the connection wait until it ran
 }
 
 // conn is one client connection. The reader goroutine decodes requests,
@@ -52,11 +53,17 @@ type conn struct {
 
 	sessionID int64
 	timeoutMs int32
+	connID    uint64                    // unique per connection across members and restarts
+	writeSeq  uint64                    // sequence number of the last proposed write (reader only)
 	authIDs   atomic.Pointer[[]jute.Id] // copy-on-write; ip first, then added ids
 
 	items chan *item
-	enc   *jute.Encoder // writer goroutine only
-	bw    *bufio.Writer // writer goroutine only
+	// readsPending counts queued reads not yet run. A write is proposed only
+	// when it is zero, so a read sees exactly the writes sent before it.
+	readsPending atomic.Int64
+	readsDone    chan struct{}
+	enc          *jute.Encoder // writer goroutine only
+	bw           *bufio.Writer // writer goroutine only
 
 	oobMu sync.Mutex
 	oob   [][]byte
@@ -81,9 +88,11 @@ func newConn(srv *Server, nc net.Conn) *conn {
 		enc:         jute.NewEncoder(make([]byte, 0, 4096)),
 		bw:          bufio.NewWriterSize(nc, 64*1024),
 		wake:        make(chan struct{}, 1),
+		readsDone:   make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		established: time.Now(),
 	}
+	c.connID = srv.reqBase | uint64(uint32(c.id))
 	c.log = srv.log.With().Str("remote", c.remote).Logger()
 	ids := []jute.Id{{Scheme: "ip", ID: host}}
 	c.authIDs.Store(&ids)
@@ -278,8 +287,24 @@ func (c *conn) readLoop(br *bufio.Reader) {
 	}
 }
 
+// waitReads blocks the reader until every read queued before now has run;
+// false if the connection closed meanwhile.
+func (c *conn) waitReads() bool {
+	for c.readsPending.Load() > 0 {
+		select {
+		case <-c.readsDone:
+		case <-c.done:
+			return false
+		}
+	}
+	return true
+}
+
 // enqueue hands an item to the writer; false if the connection is closing.
 func (c *conn) enqueue(it *item) bool {
+	if it.read {
+		c.readsPending.Add(1)
+	}
 	it.received = time.Now()
 	c.srv.stats.outstanding.Add(1)
 	select {
@@ -287,6 +312,9 @@ func (c *conn) enqueue(it *item) bool {
 		return true
 	case <-c.done:
 		c.srv.stats.outstanding.Add(-1)
+		if it.read {
+			c.readsPending.Add(-1)
+		}
 		return false
 	}
 }
@@ -338,6 +366,12 @@ func (c *conn) answer(it *item) bool {
 		return false
 	}
 	frame, closeAfter := it.build(c, it)
+	if it.read && c.readsPending.Add(-1) == 0 {
+		select {
+		case c.readsDone <- struct{}{}:
+		default:
+		}
+	}
 	if frame != nil {
 		if _, err := c.bw.Write(frame); err != nil {
 			return false

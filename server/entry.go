@@ -34,8 +34,15 @@ type entry struct {
 	SessionID int64
 	Cxid      int32
 	Type      int32
-	Auth      []jute.Id // the caller's identities at propose time, for ACL checks
-	Body      []byte    // the request record as received (or an internal record)
+	// ConnID and Seq order a connection's writes: Seq is 1 for its first
+	// write and grows by one. Apply refuses an entry that is not the next of
+	// its connection, so a proposal lost in a leader change can never let a
+	// later write of the same connection apply without it (FIFO order).
+	// ConnID 0 marks entries that are not client writes.
+	ConnID uint64
+	Seq    uint64
+	Auth   []jute.Id // the caller's identities at propose time, for ACL checks
+	Body   []byte    // the request record as received (or an internal record)
 }
 
 func (e *entry) Encode(enc *jute.Encoder) {
@@ -46,6 +53,8 @@ func (e *entry) Encode(enc *jute.Encoder) {
 	enc.WriteLong(e.SessionID)
 	enc.WriteInt(e.Cxid)
 	enc.WriteInt(e.Type)
+	enc.WriteLong(int64(e.ConnID))
+	enc.WriteLong(int64(e.Seq))
 	enc.WriteInt(int32(len(e.Auth)))
 	for i := range e.Auth {
 		enc.WriteString(e.Auth[i].Scheme)
@@ -64,6 +73,8 @@ func (e *entry) Decode(d *jute.Decoder) error {
 	e.SessionID = d.ReadLong()
 	e.Cxid = d.ReadInt()
 	e.Type = d.ReadInt()
+	e.ConnID = uint64(d.ReadLong())
+	e.Seq = uint64(d.ReadLong())
 	n := d.ReadInt()
 	if n < 0 || int(n) > d.Remaining()/8 {
 		if d.Err() == nil {
@@ -82,6 +93,11 @@ func (e *entry) Decode(d *jute.Decoder) error {
 	}
 	return nil
 }
+
+// errOutOfOrder is the result of an entry refused because an earlier write
+// of its connection was lost: the connection is closed (the client sees
+// ConnectionLoss and retries on a new one).
+const errOutOfOrder = jute.ErrConnectionLoss
 
 // sessionRecord is the body of a createSession entry.
 type sessionRecord struct {

@@ -50,7 +50,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 		return false
 	}
 	if read := c.decodeRead(xid, op, body); read != nil {
-		return c.enqueue(&item{build: read})
+		return c.enqueue(&item{build: read, read: true})
 	}
 	if isKnownRead(op) {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
@@ -133,13 +133,17 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 	if c.srv.tracker.IsClosing(c.sessionID) {
 		return c.enqueueReply(xid, jute.ErrSessionExpired, nil, false)
 	}
+	if !c.waitReads() {
+		return false
+	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
 	it.build = func(c *conn, it *item) ([]byte, bool) { return c.writeReply(xid, op, &it.res), false }
-	e := &entry{Type: op, SessionID: c.sessionID, Cxid: xid, Auth: *c.authIDs.Load(),
-		Body: append([]byte(nil), body...)}
+	c.writeSeq++
+	e := &entry{Type: op, SessionID: c.sessionID, Cxid: xid, ConnID: c.connID, Seq: c.writeSeq,
+		Auth: *c.authIDs.Load(), Body: append([]byte(nil), body...)}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	if err := c.srv.propose(ctx, e, func(r applyResult) { it.res = r; close(it.ready) }); err != nil {
+	if err := c.srv.propose(ctx, e, c.onApplied(it)); err != nil {
 		c.log.Warn().Err(err).Msg("write not proposed, closing connection")
 		return false
 	}
@@ -147,6 +151,20 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 }
 
 // writeReply encodes the reply of an applied write.
+// onApplied completes an item with its entry's result. An entry refused as
+// out of order means an earlier write of this connection was lost: the
+// connection closes at once.
+func (c *conn) onApplied(it *item) func(applyResult) {
+	return func(r applyResult) {
+		it.res = r
+		close(it.ready)
+		if r.Err == errOutOfOrder {
+			c.log.Warn().Msg("an earlier write of this connection was lost, closing connection")
+			c.close()
+		}
+	}
+}
+
 func (c *conn) writeReply(xid, op int32, r *applyResult) []byte {
 	if r.Err != 0 {
 		return c.reply(xid, r.Zxid, r.Err, nil)
@@ -166,12 +184,16 @@ func (c *conn) writeReply(xid, op int32, r *applyResult) []byte {
 }
 
 func (c *conn) handleClose(xid int32) bool {
+	if !c.waitReads() {
+		return false
+	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
 	it.build = func(c *conn, it *item) ([]byte, bool) { return c.reply(xid, it.res.Zxid, 0, nil), true }
-	e := &entry{Type: entryCloseSession, SessionID: c.sessionID, Cxid: xid}
+	c.writeSeq++
+	e := &entry{Type: entryCloseSession, SessionID: c.sessionID, Cxid: xid, ConnID: c.connID, Seq: c.writeSeq}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	if err := c.srv.propose(ctx, e, func(r applyResult) { it.res = r; close(it.ready) }); err != nil {
+	if err := c.srv.propose(ctx, e, c.onApplied(it)); err != nil {
 		return false
 	}
 	c.srv.tracker.SetClosing(c.sessionID)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -22,6 +23,29 @@ type applyResult struct {
 	Err     int32        // top-level ZooKeeper error code
 	Res     znode.Result // for data writes
 	Session session.Session
+}
+
+// connOrder is the last applied write of a session's current connection.
+type connOrder struct {
+	ConnID uint64
+	Seq    uint64
+}
+
+// inOrder admits an entry only if it is the next write of its connection:
+// the first write of a new connection (Seq 1) switches the session to it.
+func (sm *stateMachine) inOrder(e *entry) bool {
+	if e.ConnID == 0 {
+		return true
+	}
+	cur, ok := sm.order[e.SessionID]
+	switch {
+	case ok && cur.ConnID == e.ConnID && e.Seq == cur.Seq+1:
+	case (!ok || cur.ConnID != e.ConnID) && e.Seq == 1:
+	default:
+		return false
+	}
+	sm.order[e.SessionID] = connOrder{ConnID: e.ConnID, Seq: e.Seq}
+	return true
 }
 
 // applyHooks lets the server react to applied entries. Each hook runs on the
@@ -47,6 +71,9 @@ type stateMachine struct {
 	tree     *znode.Tree
 	sessions *session.Table
 	treeOpts znode.Options
+	// order holds, per session, the connection whose writes it applies and
+	// the sequence number of the last one. Replicated and snapshotted.
+	order map[int64]connOrder
 
 	lastZxid atomic.Int64 // zxid of the last applied entry
 
@@ -59,6 +86,7 @@ func newStateMachine(opts znode.Options, watches *watchManager, hooks applyHooks
 	return &stateMachine{
 		tree:     znode.New(opts),
 		sessions: session.NewTable(),
+		order:    map[int64]connOrder{},
 		treeOpts: opts,
 		watches:  watches,
 		hooks:    hooks,
@@ -109,9 +137,15 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, even
 		}
 		res.Session = s
 	case entryCloseSession, entryExpireSession:
-		if _, ok := sm.sessions.Remove(e.SessionID); !ok {
+		if _, ok := sm.sessions.Get(e.SessionID); !ok {
 			return // already closed: closing is idempotent
 		}
+		if !sm.inOrder(e) {
+			res.Err = errOutOfOrder
+			return
+		}
+		sm.sessions.Remove(e.SessionID)
+		delete(sm.order, e.SessionID)
 		events = sm.tree.DeleteEphemerals(ctx, e.SessionID)
 		closed, expired = true, e.Type == entryExpireSession
 	case entryDeleteContainer, entryDeleteTTL:
@@ -129,6 +163,10 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, even
 	default:
 		if _, ok := sm.sessions.Get(e.SessionID); !ok {
 			res.Err = jute.ErrSessionExpired
+			return
+		}
+		if !sm.inOrder(e) {
+			res.Err = errOutOfOrder
 			return
 		}
 		w, code := decodeWrite(e.Type, e.Body, len(e.Body))
@@ -213,6 +251,18 @@ func (sm *stateMachine) Snapshot() ([]byte, error) {
 	out = append(out, tree.Bytes()...)
 	out = binary.BigEndian.AppendUint64(out, uint64(sessions.Len()))
 	out = append(out, sessions.Bytes()...)
+	ids := make([]int64, 0, len(sm.order))
+	for id := range sm.order {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out = binary.BigEndian.AppendUint64(out, uint64(len(ids)))
+	for _, id := range ids {
+		o := sm.order[id]
+		out = binary.BigEndian.AppendUint64(out, uint64(id))
+		out = binary.BigEndian.AppendUint64(out, o.ConnID)
+		out = binary.BigEndian.AppendUint64(out, o.Seq)
+	}
 	return out, nil
 }
 
@@ -254,8 +304,20 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("restore sessions: %w", err)
 	}
+	var count uint64
+	if err := binary.Read(r, binary.BigEndian, &count); err != nil || count > uint64(r.Len()/24) {
+		return fmt.Errorf("restore write order: bad count")
+	}
+	order := make(map[int64]connOrder, count)
+	for i := uint64(0); i < count; i++ {
+		var rec [3]uint64
+		if err := binary.Read(r, binary.BigEndian, &rec); err != nil {
+			return fmt.Errorf("restore write order: %w", err)
+		}
+		order[int64(rec[0])] = connOrder{ConnID: rec[1], Seq: rec[2]}
+	}
 	sm.mu.Lock()
-	sm.tree, sm.sessions = tree, sessions
+	sm.tree, sm.sessions, sm.order = tree, sessions, order
 	sm.lastZxid.Store(int64(index))
 	sm.mu.Unlock()
 	for _, s := range sessions.All() {

@@ -1,0 +1,87 @@
+package zktest
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Options tune a server. The zero value is a standalone server with
+// tickTime 2000 ms.
+type Options struct {
+	// TickMs is tickTime in ms (default 2000). Sessions negotiate timeouts in
+	// [2*TickMs, 20*TickMs]; use 200-500 in expiry tests.
+	TickMs int
+	// Extra holds additional zoo.cfg keys; they override the defaults.
+	Extra map[string]string
+	// ContainerCheckIntervalMs sets how often empty containers and expired
+	// TTL nodes are removed (0 = the server default, 60 s). zkraft reads the
+	// zoo.cfg key znode.container.checkIntervalMs; Apache the system property
+	// of the same name.
+	ContainerCheckIntervalMs int
+	// SuperDigest is "super:<base64 sha1>" (see DigestACLHash); a session
+	// authenticated as that digest user bypasses every ACL. zkraft reads the
+	// zoo.cfg key DigestAuthenticationProvider.superDigest; Apache the system
+	// property zookeeper.DigestAuthenticationProvider.superDigest.
+	SuperDigest string
+}
+
+func (o Options) tickMs() int {
+	if o.TickMs <= 0 {
+		return 2000
+	}
+	return o.TickMs
+}
+
+// zooCfg renders the zoo.cfg of a server of the given target.
+func (o Options) zooCfg(target Target, dataDir string, port int) []byte {
+	kv := map[string]string{
+		"tickTime":               strconv.Itoa(o.tickMs()),
+		"dataDir":                dataDir,
+		"clientPort":             strconv.Itoa(port),
+		"clientPortAddress":      "127.0.0.1",
+		"admin.enableServer":     "false",
+		"4lw.commands.whitelist": "*",
+		"extendedTypesEnabled":   "true",
+	}
+	if target == Zkraft {
+		if o.ContainerCheckIntervalMs > 0 {
+			kv["znode.container.checkIntervalMs"] = strconv.Itoa(o.ContainerCheckIntervalMs)
+		}
+		if o.SuperDigest != "" {
+			kv["DigestAuthenticationProvider.superDigest"] = o.SuperDigest
+		}
+	}
+	for k, v := range o.Extra {
+		kv[k] = v
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, kv[k])
+	}
+	return []byte(b.String())
+}
+
+// javaProps returns the -D flags that Apache needs for options it reads from
+// system properties rather than zoo.cfg.
+func (o Options) javaProps() []string {
+	var props []string
+	if o.ContainerCheckIntervalMs > 0 {
+		props = append(props, "-Dznode.container.checkIntervalMs="+strconv.Itoa(o.ContainerCheckIntervalMs))
+	}
+	if o.SuperDigest != "" {
+		props = append(props, "-Dzookeeper.DigestAuthenticationProvider.superDigest="+o.SuperDigest)
+	}
+	// zoo.cfg keys that Apache does not know become "zookeeper."+key system
+	// properties, but jute.maxbuffer is read without the prefix.
+	if v, ok := o.Extra["jute.maxbuffer"]; ok {
+		props = append(props, "-Djute.maxbuffer="+v)
+	}
+	return props
+}

@@ -1,0 +1,114 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/session"
+	"github.com/zkraft/zkraft/znode"
+)
+
+type nopHooks struct{ results []applyResult }
+
+func (h *nopHooks) applied(_ *entry, r applyResult)  { h.results = append(h.results, r) }
+func (h *nopHooks) sessionCreated(session.Session)   {}
+func (h *nopHooks) sessionClosed(id int64, exp bool) {}
+
+type testSM struct {
+	*stateMachine
+	hooks *nopHooks
+	index uint64
+}
+
+func newTestSM(t *testing.T) *testSM {
+	h := &nopHooks{}
+	return &testSM{stateMachine: newStateMachine(znode.Options{}, newWatchManager(), h, zerolog.New(zerolog.NewTestWriter(t))), hooks: h}
+}
+
+func (s *testSM) apply(e *entry) applyResult {
+	enc := jute.NewEncoder(nil)
+	e.Encode(enc)
+	s.index++
+	s.Apply(s.index, 1, enc.Bytes())
+	return s.hooks.results[len(s.hooks.results)-1]
+}
+
+func (s *testSM) createSession(id int64) {
+	s.apply(&entry{Type: entryCreateSession, SessionID: id,
+		Body: jute.Marshal(&sessionRecord{ID: id, TimeoutMs: 4000, Password: make([]byte, 16)})})
+}
+
+func create(path string, conn, seq uint64) *entry {
+	return &entry{Type: jute.OpCreate, SessionID: 7, ConnID: conn, Seq: seq,
+		Body: jute.Marshal(&jute.CreateRequest{Path: path, ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})}
+}
+
+// TestWritesApplyInConnectionOrder checks FIFO client order: a write whose
+// predecessor on the same connection was lost is refused, and so is every
+// later one, until the session moves to a new connection.
+func TestWritesApplyInConnectionOrder(t *testing.T) {
+	tests := []struct {
+		name    string
+		entries []*entry
+		wantErr []int32
+	}{
+		{"in order", []*entry{create("/a", 1, 1), create("/b", 1, 2), create("/c", 1, 3)}, []int32{0, 0, 0}},
+		{"gap refuses the rest of the connection", []*entry{create("/a", 1, 1), create("/c", 1, 3), create("/d", 1, 4)},
+			[]int32{0, errOutOfOrder, errOutOfOrder}},
+		{"lost first write", []*entry{create("/b", 1, 2)}, []int32{errOutOfOrder}},
+		{"duplicate refused", []*entry{create("/a", 1, 1), create("/a", 1, 1)}, []int32{0, errOutOfOrder}},
+		{"new connection takes over", []*entry{create("/a", 1, 1), create("/b", 2, 1), create("/c", 1, 2), create("/d", 2, 2)},
+			[]int32{0, 0, errOutOfOrder, 0}},
+		{"server entries are not ordered", []*entry{create("/a", 1, 1), {Type: entryDeleteContainer, Body: jute.Marshal(&jute.PathRequest{Path: "/a"})}, create("/b", 1, 2)},
+			[]int32{0, jute.ErrBadArguments, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sm := newTestSM(t)
+			sm.createSession(7)
+			var got []int32
+			for _, e := range tt.entries {
+				got = append(got, sm.apply(e).Err)
+			}
+			require.Equal(t, tt.wantErr, got)
+		})
+	}
+}
+
+func TestSnapshotKeepsWriteOrder(t *testing.T) {
+	sm := newTestSM(t)
+	sm.createSession(7)
+	require.Zero(t, sm.apply(create("/a", 1, 1)).Err)
+	snap, err := sm.Snapshot()
+	require.NoError(t, err)
+
+	restored := newTestSM(t)
+	require.NoError(t, restored.Restore(sm.index, snap))
+	restored.index = sm.index
+	require.Equal(t, sm.order, restored.order)
+	require.Equal(t, sm.tree.Digest(), restored.tree.Digest())
+	require.Equal(t, errOutOfOrder, restored.apply(create("/c", 1, 3)).Err)
+	require.Zero(t, restored.apply(create("/b", 1, 2)).Err)
+
+	// Truncated snapshots are refused, never half-restored.
+	for _, n := range []int{0, 5, len(snap) / 2, len(snap) - 1} {
+		require.Error(t, newTestSM(t).Restore(1, snap[:n]), "prefix %d", n)
+	}
+}
+
+func TestSessionCloseDeletesEphemeralsAndIsIdempotent(t *testing.T) {
+	sm := newTestSM(t)
+	sm.createSession(7)
+	e := create("/eph", 1, 1)
+	e.Body = jute.Marshal(&jute.CreateRequest{Path: "/eph", Flags: jute.FlagEphemeral,
+		ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})
+	require.Zero(t, sm.apply(e).Err)
+	require.Zero(t, sm.apply(&entry{Type: entryCloseSession, SessionID: 7, ConnID: 1, Seq: 2}).Err)
+	_, ok := sm.tree.Exists("/eph")
+	require.False(t, ok)
+	require.Zero(t, sm.apply(&entry{Type: entryExpireSession, SessionID: 7}).Err)
+	require.Equal(t, jute.ErrSessionExpired, sm.apply(create("/late", 1, 3)).Err)
+}
