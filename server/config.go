@@ -41,6 +41,10 @@ type Config struct {
 	// Join starts a new member with empty storage that waits to be added by
 	// a reconfig, instead of bootstrapping a group (zkraft.join, --join).
 	Join bool
+	// SkipACL lets any client reconfigure (ZooKeeper's zookeeper.skipACL, which
+	// zkraft applies to reconfig only); otherwise reconfig needs WRITE on
+	// /zookeeper/config, which only the super user has.
+	SkipACL bool
 	// ReconfigEnabled allows the reconfig request (reconfigEnabled).
 	ReconfigEnabled bool
 	// ElectionTickMs is raft's tick; an election starts after 10 ticks of
@@ -213,6 +217,8 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 			return fmt.Errorf("must be true or false, got %q", value)
 		}
 		c.ReconfigEnabled = b
+	case "skipACL", "zookeeper.skipACL":
+		c.SkipACL = value == "yes" || value == "true"
 	case "zkraft.join":
 		b, err := strconv.ParseBool(value)
 		if err != nil {

@@ -40,11 +40,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 		// could not replay; zkraft answers Unimplemented and goes on.
 		return c.enqueueReply(xid, jute.ErrUnimplemented, nil, false)
 	case jute.OpReconfig:
-		var r jute.ReconfigRequest
-		if jute.Unmarshal(body, &r) != nil {
-			return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
-		}
-		return c.enqueueReply(xid, jute.ErrReconfigDisabled, nil, false)
+		return c.handleReconfig(xid, body)
 	case jute.OpCreateSession:
 		c.log.Warn().Msg("client sent createSession, closing connection")
 		return false

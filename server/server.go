@@ -51,12 +51,14 @@ type Server struct {
 	stats    serverStats
 
 	// Ensemble state.
-	serving   atomic.Bool // false while no leader with a quorum is known
-	touchMu   sync.Mutex
-	touched   map[int64]struct{} // sessions seen since the last liveness report
-	memberMu  sync.RWMutex
-	memberSet map[uint64]Member
-	peerLn    net.Listener // liveness side channel
+	serving    atomic.Bool // false while no leader with a quorum is known
+	touchMu    sync.Mutex
+	touched    map[int64]struct{} // sessions seen since the last liveness report
+	memberMu   sync.RWMutex
+	memberSet  map[uint64]Member
+	peerLn     net.Listener // liveness side channel
+	transport  consensus.Transport
+	reconfigMu sync.Mutex // one reconfig at a time
 
 	stopOnce sync.Once
 	stopC    chan struct{}
@@ -115,9 +117,10 @@ func (s *Server) Start() error {
 	if !s.cfg.Standalone() {
 		self := s.cfg.Members[s.cfg.ServerID]
 		ccfg.Peers = consensusPeers(s.cfg.Members)
-		ccfg.Transport = consensus.NewTCPTransport(consensus.TCPConfig{
+		s.transport = consensus.NewTCPTransport(consensus.TCPConfig{
 			ID: s.cfg.ServerID, ListenAddr: self.PeerAddr(), Peers: ccfg.Peers, Logger: s.log,
 		})
+		ccfg.Transport = s.transport
 		ln, err := net.Listen("tcp", self.ElectionAddr())
 		if err != nil {
 			return fmt.Errorf("listen on election port %s: %w", self.ElectionAddr(), err)
@@ -287,6 +290,9 @@ func (s *Server) onLeaderChange(isLeader bool, leaderID, term uint64) {
 		all := s.sm.sessions.All()
 		s.sm.mu.RUnlock()
 		s.tracker.ResetAll(all)
+		if !s.cfg.Standalone() {
+			go s.publishInitialConfig() // not from the raft goroutine: it proposes
+		}
 	}
 	s.log.Info().Bool("leader", isLeader).Uint64("leader_id", leaderID).Uint64("term", term).Msg("leader changed")
 }

@@ -54,6 +54,7 @@ type applyHooks interface {
 	applied(e *entry, res applyResult)
 	sessionCreated(s session.Session)
 	sessionClosed(id int64, expired bool)
+	configChanged(data []byte)
 }
 
 // stateMachine is zkraft's replicated state: the data tree and the session
@@ -106,7 +107,7 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) {
 		return
 	}
 	sm.mu.Lock()
-	res, events, closed, expired := sm.applyLocked(&e, zxid)
+	res, events, closed, expired, config := sm.applyLocked(&e, zxid)
 	sm.lastZxid.Store(zxid)
 	sm.watches.trigger(events)
 	sm.mu.Unlock()
@@ -117,10 +118,13 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) {
 	if closed {
 		sm.hooks.sessionClosed(e.SessionID, expired)
 	}
+	if config != nil {
+		sm.hooks.configChanged(config)
+	}
 	sm.hooks.applied(&e, res)
 }
 
-func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, events []znode.Event, closed, expired bool) {
+func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, events []znode.Event, closed, expired bool, configChanged []byte) {
 	res.Zxid = zxid
 	ctx := znode.TxnContext{Zxid: zxid, Time: e.Time, SessionID: e.SessionID, Auth: e.Auth}
 	switch e.Type {
@@ -148,6 +152,10 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, even
 		delete(sm.order, e.SessionID)
 		events = sm.tree.DeleteEphemerals(ctx, e.SessionID)
 		closed, expired = true, e.Type == entryExpireSession
+	case entrySetConfig:
+		data := append(append([]byte{}, e.Body...), fmt.Sprintf("version=%x", zxid)...)
+		events = sm.tree.SetConfig(ctx, data)
+		configChanged = data
 	case entryDeleteContainer, entryDeleteTTL:
 		var req jute.PathRequest
 		if err := jute.Unmarshal(e.Body, &req); err != nil {
@@ -322,6 +330,9 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	sm.mu.Unlock()
 	for _, s := range sessions.All() {
 		sm.hooks.sessionCreated(s)
+	}
+	if data, _, _ := tree.GetData("/zookeeper/config"); len(data) > 0 {
+		sm.hooks.configChanged(data)
 	}
 	return nil
 }

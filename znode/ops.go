@@ -244,3 +244,15 @@ func (t *Tree) DeleteEphemerals(ctx TxnContext, session int64) []Event {
 	}
 	return ev
 }
+
+// SetConfig replaces the data of /zookeeper/config with the ensemble's
+// dynamic configuration, as a reconfig does in ZooKeeper: mzxid and mtime
+// become the txn's, the data version stays -1 (ZooKeeper reports -1 for
+// this node in an ensemble). It fires NodeDataChanged, which Curator's
+// EnsembleTracker watches. Clients cannot write this node themselves.
+func (t *Tree) SetConfig(ctx TxnContext, data []byte) []Event {
+	n := t.lookup(configPath)
+	t.setData(n, append([]byte{}, data...))
+	n.mzxid, n.mtime, n.version = ctx.Zxid, ctx.Time, -1
+	return []Event{{Type: jute.EventNodeDataChanged, Path: configPath}}
+}

@@ -1,0 +1,263 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zkraft/zkraft/consensus"
+	"github.com/zkraft/zkraft/jute"
+)
+
+// entrySetConfig publishes the ensemble's membership in /zookeeper/config.
+// Its body is the server.N lines; apply appends "version=<zxid in hex>", as
+// ZooKeeper versions a dynamic config by the zxid that made it.
+const entrySetConfig int32 = -30
+
+// formatMembers writes members as /zookeeper/config lines, ordered by id.
+func formatMembers(ms map[uint64]Member) string {
+	var b strings.Builder
+	for _, m := range sortedMembers(ms) {
+		b.WriteString(m.String())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// parseConfigData reads /zookeeper/config data back into members and its
+// version. Lines it does not know are ignored.
+func parseConfigData(data []byte) (map[uint64]Member, int64, error) {
+	ms := map[uint64]Member{}
+	var version int64
+	for _, line := range strings.Split(string(data), "\n") {
+		key, value, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok {
+			continue
+		}
+		if key == "version" {
+			v, err := strconv.ParseInt(value, 16, 64)
+			if err != nil {
+				return nil, 0, fmt.Errorf("config version %q: %w", value, err)
+			}
+			version = v
+			continue
+		}
+		if !strings.HasPrefix(key, "server.") {
+			continue
+		}
+		id, err := strconv.ParseUint(strings.TrimPrefix(key, "server."), 10, 64)
+		if err != nil {
+			return nil, 0, fmt.Errorf("config line %q: %w", line, err)
+		}
+		m, err := parseMember(id, value)
+		if err != nil {
+			return nil, 0, err
+		}
+		ms[id] = m
+	}
+	return ms, version, nil
+}
+
+// configChanged runs when /zookeeper/config changed (apply or restore): the
+// membership it lists becomes this member's view, and raft's transport
+// learns every member's peer address.
+func (s *Server) configChanged(data []byte) {
+	ms, _, err := parseConfigData(data)
+	if err != nil || len(ms) == 0 {
+		return
+	}
+	s.memberMu.Lock()
+	s.memberSet = ms
+	s.memberMu.Unlock()
+	if pu, ok := s.transport.(consensus.PeerUpdater); ok {
+		for _, m := range ms {
+			if m.ID != s.cfg.ServerID {
+				pu.AddPeer(consensus.Peer{ID: m.ID, Addr: m.PeerAddr()})
+			}
+		}
+	}
+}
+
+// publishInitialConfig makes the first leader of an ensemble write the
+// static membership from zoo.cfg into /zookeeper/config, so clients (Curator's
+// EnsembleTracker) find every member's client address there.
+func (s *Server) publishInitialConfig() {
+	s.sm.mu.RLock()
+	data, _, _ := s.sm.tree.GetData("/zookeeper/config")
+	s.sm.mu.RUnlock()
+	if len(data) > 0 {
+		return
+	}
+	for _, m := range s.cfg.Members {
+		if m.ClientAddr == "" {
+			// Without every client address the config would mislead clients:
+			// keep it empty, as a standalone server does.
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e := &entry{Type: entrySetConfig, Body: []byte(formatMembers(s.cfg.Members))}
+	if err := s.propose(ctx, e, nil); err != nil {
+		s.log.Warn().Err(err).Msg("publish initial config failed")
+	}
+}
+
+// handleReconfig answers reconfig (16): membership changes through raft,
+// then the new membership published in /zookeeper/config.
+func (c *conn) handleReconfig(xid int32, body []byte) bool {
+	var r jute.ReconfigRequest
+	if jute.Unmarshal(body, &r) != nil {
+		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
+	}
+	srv := c.srv
+	if !srv.cfg.ReconfigEnabled || srv.cfg.Standalone() {
+		return c.enqueueReply(xid, jute.ErrReconfigDisabled, nil, false)
+	}
+	ids := *c.authIDs.Load()
+	if !srv.cfg.SkipACL {
+		srv.sm.mu.RLock()
+		_, allowed := srv.sm.tree.CheckPermission("/zookeeper/config", jute.PermWrite, ids)
+		srv.sm.mu.RUnlock()
+		if !allowed {
+			return c.enqueueReply(xid, jute.ErrNoAuth, nil, false)
+		}
+	}
+	if !c.waitReads() {
+		return false
+	}
+	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
+	go func() {
+		it.res.Err, it.res.Zxid = srv.reconfigure(&r)
+		close(it.ready)
+	}()
+	it.build = func(c *conn, it *item) ([]byte, bool) {
+		if it.res.Err != 0 {
+			return c.reply(xid, c.srv.sm.lastZxid.Load(), it.res.Err, nil), false
+		}
+		c.srv.sm.mu.RLock()
+		data, st, _ := c.srv.sm.tree.GetData("/zookeeper/config")
+		c.srv.sm.mu.RUnlock()
+		return c.reply(xid, it.res.Zxid, 0, &jute.GetDataResponse{Data: data, Stat: st}), false
+	}
+	return c.enqueue(it)
+}
+
+// reconfigure applies one reconfig request and returns a ZooKeeper error
+// code and the zxid of the published config.
+func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
+	if !s.reconfigMu.TryLock() {
+		return jute.ErrReconfigInProgress, 0
+	}
+	defer s.reconfigMu.Unlock()
+
+	s.sm.mu.RLock()
+	data, _, _ := s.sm.tree.GetData("/zookeeper/config")
+	s.sm.mu.RUnlock()
+	current, version, err := parseConfigData(data)
+	if err != nil || len(current) == 0 {
+		current = s.members()
+	}
+	if r.CurConfigID != -1 && r.CurConfigID != version {
+		return jute.ErrBadVersion, 0
+	}
+	target := map[uint64]Member{}
+	if strings.TrimSpace(r.NewMembers) != "" {
+		for _, spec := range splitList(r.NewMembers) {
+			m, err := parseServerSpec(spec)
+			if err != nil {
+				return jute.ErrBadArguments, 0
+			}
+			target[m.ID] = m
+		}
+	} else {
+		for id, m := range current {
+			target[id] = m
+		}
+		for _, spec := range splitList(r.JoiningServers) {
+			m, err := parseServerSpec(spec)
+			if err != nil {
+				return jute.ErrBadArguments, 0
+			}
+			target[m.ID] = m
+		}
+		for _, spec := range splitList(r.LeavingServers) {
+			id, err := strconv.ParseUint(strings.TrimPrefix(spec, "server."), 10, 64)
+			if err != nil {
+				return jute.ErrBadArguments, 0
+			}
+			delete(target, id)
+		}
+	}
+	if len(target) == 0 {
+		return jute.ErrBadArguments, 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	var added, removed []uint64
+	for id := range target {
+		if _, ok := current[id]; !ok {
+			added = append(added, id)
+		}
+	}
+	for id := range current {
+		if _, ok := target[id]; !ok {
+			removed = append(removed, id)
+		}
+	}
+	sort.Slice(added, func(i, j int) bool { return added[i] < added[j] })
+	sort.Slice(removed, func(i, j int) bool { return removed[i] < removed[j] })
+	for _, id := range added {
+		m := target[id]
+		if err := s.node.AddMember(ctx, consensus.Peer{ID: id, Addr: m.PeerAddr()}); err != nil {
+			s.log.Warn().Err(err).Uint64("member", id).Msg("reconfig: add member failed")
+			return jute.ErrNewConfigNoQuorum, 0
+		}
+		s.log.Info().Uint64("member", id).Str("peer", m.PeerAddr()).Msg("member added")
+	}
+	for _, id := range removed {
+		if err := s.node.RemoveMember(ctx, id); err != nil {
+			s.log.Warn().Err(err).Uint64("member", id).Msg("reconfig: remove member failed")
+			return jute.ErrNewConfigNoQuorum, 0
+		}
+		s.log.Info().Uint64("member", id).Msg("member removed")
+	}
+	done := make(chan applyResult, 1)
+	e := &entry{Type: entrySetConfig, Body: []byte(formatMembers(target))}
+	if err := s.propose(ctx, e, func(r applyResult) { done <- r }); err != nil {
+		return jute.ErrNewConfigNoQuorum, 0
+	}
+	select {
+	case res := <-done:
+		return res.Err, res.Zxid
+	case <-ctx.Done():
+		s.cancelWait(e.ReqID)
+		return jute.ErrNewConfigNoQuorum, 0
+	}
+}
+
+// parseServerSpec parses "server.N=host:peer:election[:role][;client]".
+func parseServerSpec(spec string) (Member, error) {
+	key, value, ok := strings.Cut(strings.TrimSpace(spec), "=")
+	if !ok || !strings.HasPrefix(key, "server.") {
+		return Member{}, fmt.Errorf("want server.N=..., got %q", spec)
+	}
+	id, err := strconv.ParseUint(strings.TrimPrefix(key, "server."), 10, 64)
+	if err != nil || id == 0 || id > 254 {
+		return Member{}, fmt.Errorf("bad server id in %q", spec)
+	}
+	return parseMember(id, value)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' }) {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
