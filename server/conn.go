@@ -65,9 +65,17 @@ type conn struct {
 	enc          *jute.Encoder // writer goroutine only
 	bw           *bufio.Writer // writer goroutine only
 
-	oobMu sync.Mutex
-	oob   [][]byte
-	wake  chan struct{}
+	// Notifications and ping replies waiting for the writer. Events carry the
+	// zxid of the change that fired them and are queued in zxid order; one is
+	// written only before a reply whose zxid is at least its own (or when the
+	// connection is idle), so the wire follows zxid order as in ZooKeeper.
+	oobMu  sync.Mutex
+	events []queuedEvent
+	pings  [][]byte
+	wake   chan struct{}
+
+	replyZxid   int64 // zxid of the last frame built by reply (writer only)
+	writtenZxid int64 // highest reply zxid written so far (writer only)
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -100,18 +108,38 @@ func newConn(srv *Server, nc net.Conn) *conn {
 	return c
 }
 
-// notify implements watcher: queue a notification frame.
-func (c *conn) notify(frame []byte) {
-	c.stats.watchEvents.Add(1)
-	c.pushOOB(frame)
+// queuedEvent is a notification frame waiting for its turn.
+type queuedEvent struct {
+	zxid  int64
+	frame []byte
 }
 
-func (c *conn) pushOOB(frame []byte) {
+// notify implements watcher: queue the notification of a change made by zxid.
+func (c *conn) notify(frame []byte, zxid int64) {
+	c.stats.watchEvents.Add(1)
+	c.push(func() bool {
+		if len(c.events) >= maxQueuedNotifications {
+			return false
+		}
+		c.events = append(c.events, queuedEvent{zxid: zxid, frame: frame})
+		return true
+	})
+}
+
+// pushPing queues a ping reply; ping replies may overtake other replies.
+func (c *conn) pushPing(frame []byte) {
+	c.push(func() bool {
+		if len(c.pings) >= maxQueuedNotifications {
+			return false
+		}
+		c.pings = append(c.pings, frame)
+		return true
+	})
+}
+
+func (c *conn) push(add func() bool) {
 	c.oobMu.Lock()
-	over := len(c.oob) >= maxQueuedNotifications
-	if !over {
-		c.oob = append(c.oob, frame)
-	}
+	over := !add()
 	c.oobMu.Unlock()
 	if over {
 		c.log.Warn().Msg("client not reading notifications, closing connection")
@@ -329,7 +357,8 @@ func (c *conn) writeLoop() {
 		case <-c.done:
 			return
 		case <-c.wake:
-			if !c.flushOOB() || c.bw.Flush() != nil {
+			// Idle: nothing is pending, so every queued event may go.
+			if !c.flushOOB(-1) || c.bw.Flush() != nil {
 				return
 			}
 		case it := <-c.items:
@@ -351,7 +380,9 @@ func (c *conn) answer(it *item) bool {
 			case <-it.ready:
 				break wait
 			case <-c.wake:
-				if !c.flushOOB() || c.bw.Flush() != nil {
+				// Only events no later than what was already answered may
+				// pass the pending reply.
+				if !c.flushOOB(c.writtenZxid) || c.bw.Flush() != nil {
 					return false
 				}
 			case <-timer.C:
@@ -362,15 +393,19 @@ func (c *conn) answer(it *item) bool {
 			}
 		}
 	}
-	if !c.flushOOB() {
-		return false
-	}
+	c.replyZxid = 0
 	frame, closeAfter := it.build(c, it)
 	if it.read && c.readsPending.Add(-1) == 0 {
 		select {
 		case c.readsDone <- struct{}{}:
 		default:
 		}
+	}
+	if c.replyZxid > c.writtenZxid {
+		c.writtenZxid = c.replyZxid
+	}
+	if !c.flushOOB(c.writtenZxid) {
+		return false
 	}
 	if frame != nil {
 		if _, err := c.bw.Write(frame); err != nil {
@@ -392,18 +427,34 @@ func (c *conn) answer(it *item) bool {
 	return true
 }
 
-func (c *conn) flushOOB() bool {
+// flushOOB writes every queued ping reply and the queued events whose zxid
+// is at most upTo (all of them if upTo < 0).
+func (c *conn) flushOOB(upTo int64) bool {
 	c.oobMu.Lock()
-	frames := c.oob
-	c.oob = nil
+	pings := c.pings
+	c.pings = nil
+	n := len(c.events)
+	if upTo >= 0 {
+		n = 0
+		for n < len(c.events) && c.events[n].zxid <= upTo {
+			n++
+		}
+	}
+	events := c.events[:n:n]
+	c.events = c.events[n:]
 	c.oobMu.Unlock()
-	for _, f := range frames {
+	for _, f := range pings {
 		if _, err := c.bw.Write(f); err != nil {
 			return false
 		}
-		c.stats.sent.Add(1)
-		c.srv.stats.sent.Add(1)
 	}
+	for _, ev := range events {
+		if _, err := c.bw.Write(ev.frame); err != nil {
+			return false
+		}
+	}
+	c.stats.sent.Add(int64(len(pings) + len(events)))
+	c.srv.stats.sent.Add(int64(len(pings) + len(events)))
 	return true
 }
 
@@ -417,5 +468,6 @@ func (c *conn) reply(xid int32, zxid int64, code int32, body jute.Record) []byte
 	}
 	c.enc.EndFrame(start)
 	c.stats.lastZxid.Store(zxid)
+	c.replyZxid = zxid
 	return c.enc.Bytes()
 }

@@ -56,6 +56,9 @@ func (c *conn) decodeRead(xid, op int32, body []byte) buildFunc {
 			return nil
 		}
 		return func(c *conn, _ *item) ([]byte, bool) {
+			if r.Type < jute.WatcherTypeChildren || r.Type > jute.WatcherTypeAny {
+				return c.reply(xid, c.srv.sm.lastZxid.Load(), jute.ErrMarshallingError, nil), false
+			}
 			code := int32(0)
 			if !c.srv.watches.check(c, r.Path, r.Type, op == jute.OpRemoveWatches) {
 				code = jute.ErrNoWatcher
@@ -69,7 +72,7 @@ func (c *conn) decodeRead(xid, op int32, body []byte) buildFunc {
 		}
 		return func(c *conn, _ *item) ([]byte, bool) {
 			if r.Mode != jute.AddWatchModePersistent && r.Mode != jute.AddWatchModePersistentRecursive {
-				return c.reply(xid, c.srv.sm.lastZxid.Load(), jute.ErrBadArguments, nil), false
+				return c.reply(xid, c.srv.sm.lastZxid.Load(), jute.ErrMarshallingError, nil), false
 			}
 			c.srv.watches.addPersistent(c, r.Path, r.Mode == jute.AddWatchModePersistentRecursive)
 			return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.ErrorResponse{}), false
@@ -103,6 +106,9 @@ func (c *conn) readNode(xid, op int32, r *jute.PathWatchRequest, ids []jute.Id) 
 	tree := sm.tree
 	exists, allowed := tree.CheckPermission(r.Path, jute.PermRead, ids)
 	if op == jute.OpExists {
+		if strings.IndexByte(r.Path, 0) >= 0 {
+			return c.reply(xid, zxid, jute.ErrBadArguments, nil) // exists checks only for NUL
+		}
 		if r.Watch {
 			c.srv.watches.addData(c, r.Path) // set even when the node is missing
 		}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
@@ -22,12 +21,19 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	c.stats.lastCxid.Store(xid)
 	switch op {
 	case jute.OpPing:
-		c.pushOOB(pingFrame(c.srv.sm.lastZxid.Load()))
+		c.pushPing(pingFrame(c.srv.sm.lastZxid.Load()))
 		return true
 	case jute.OpAuth:
 		return c.handleAuth(xid, body)
 	case jute.OpSASL:
-		return c.enqueueReply(xid, 0, &jute.BufferRecord{}, false)
+		// No SASL configured: ZooKeeper answers Ok with a null token, zxid 0.
+		return c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+			return c.reply(xid, 0, 0, &jute.BufferRecord{}), false
+		}})
+	case jute.OpDeleteContainer:
+		// Internal to the container manager; ZooKeeper refuses it from a
+		// client with BadArguments and keeps the connection.
+		return c.enqueueReply(xid, jute.ErrBadArguments, nil, false)
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
 		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti:
 		return c.handleWrite(xid, op, body)
@@ -52,7 +58,9 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
 	}
 	c.log.Warn().Int32("opcode", op).Msg("unknown opcode, closing connection")
-	c.enqueueReply(xid, jute.ErrUnimplemented, nil, true)
+	c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+		return c.reply(xid, -1, jute.ErrUnimplemented, nil), true // ZooKeeper's zxid here is -1
+	}})
 	<-c.done
 	return false
 }
@@ -86,9 +94,8 @@ func (c *conn) handleAuth(xid int32, body []byte) bool {
 	var added []jute.Id
 	switch p.Scheme {
 	case "digest":
-		if !strings.Contains(string(p.Auth), ":") {
-			break
-		}
+		// Like ZooKeeper, any text is accepted: the user is what precedes
+		// the first colon (all of it when there is none).
 		id := znode.DigestID(string(p.Auth))
 		added = append(added, jute.Id{Scheme: "digest", ID: id})
 		if c.srv.cfg.SuperDigest != "" && id == c.srv.cfg.SuperDigest {
@@ -133,17 +140,34 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 		return false
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
-	it.build = func(c *conn, it *item) ([]byte, bool) { return c.writeReply(xid, op, &it.res), false }
+	it.build = func(c *conn, it *item) ([]byte, bool) {
+		if it.err != nil {
+			return nil, true
+		}
+		return c.writeReply(xid, op, &it.res), false
+	}
 	c.writeSeq++
 	e := &entry{Type: op, SessionID: c.sessionID, Cxid: xid, ConnID: c.connID, Seq: c.writeSeq,
 		Auth: *c.authIDs.Load(), Body: append([]byte(nil), body...)}
+	return c.proposeItem(it, e)
+}
+
+// proposeItem queues a write's item, then proposes its entry. Queueing first
+// keeps the writer from treating the connection as idle (and writing events
+// of later zxids) while this reply is owed.
+func (c *conn) proposeItem(it *item, e *entry) bool {
+	if !c.enqueue(it) {
+		return false
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
 	if err := c.srv.propose(ctx, e, c.onApplied(it)); err != nil {
 		c.log.Warn().Err(err).Msg("write not proposed, closing connection")
+		it.err = err
+		close(it.ready)
 		return false
 	}
-	return c.enqueue(it)
+	return true
 }
 
 // writeReply encodes the reply of an applied write.
@@ -184,17 +208,19 @@ func (c *conn) handleClose(xid int32) bool {
 		return false
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
-	it.build = func(c *conn, it *item) ([]byte, bool) { return c.reply(xid, it.res.Zxid, 0, nil), true }
+	it.build = func(c *conn, it *item) ([]byte, bool) {
+		if it.err != nil {
+			return nil, true
+		}
+		return c.reply(xid, it.res.Zxid, 0, nil), true
+	}
 	c.writeSeq++
 	e := &entry{Type: entryCloseSession, SessionID: c.sessionID, Cxid: xid, ConnID: c.connID, Seq: c.writeSeq}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	defer cancel()
-	if err := c.srv.propose(ctx, e, c.onApplied(it)); err != nil {
+	if !c.proposeItem(it, e) {
 		return false
 	}
 	c.srv.tracker.SetClosing(c.sessionID)
 	c.srv.log.Info().Str("session", sessionHex(c.sessionID)).Msg("session closing")
-	c.enqueue(it)
 	<-c.done
 	return false
 }

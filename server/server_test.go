@@ -65,7 +65,7 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 		{"unknown opcode", frame(header(5, 77)), jute.ErrUnimplemented, false},
 		{"notification opcode from a client", frame(header(5, jute.OpNotification)), jute.ErrUnimplemented, false},
 		{"createSession opcode from a client", frame(header(5, jute.OpCreateSession)), 1, false},
-		{"deleteContainer from a client", frame(append(header(5, jute.OpDeleteContainer), jute.Marshal(&jute.PathRequest{Path: "/x"})...)), jute.ErrUnimplemented, false},
+		{"deleteContainer from a client", frame(append(header(5, jute.OpDeleteContainer), jute.Marshal(&jute.PathRequest{Path: "/x"})...)), jute.ErrBadArguments, true},
 		{"lone check", frame(append(header(5, jute.OpCheck), jute.Marshal(&jute.CheckVersionRequest{Path: "/", Version: 1})...)), jute.ErrUnimplemented, true},
 		{"multi mixing reads and writes", frame(append(header(5, jute.OpMulti), jute.Marshal(&jute.MultiRequest{Ops: []jute.MultiOp{
 			{Type: jute.OpCreate, Create: &jute.CreateRequest{Path: "/m"}}, {Type: jute.OpGetData, Read: &jute.PathWatchRequest{Path: "/"}}}})...)),

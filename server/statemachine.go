@@ -109,7 +109,7 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) {
 	sm.mu.Lock()
 	res, events, closed, expired, config := sm.applyLocked(&e, zxid)
 	sm.lastZxid.Store(zxid)
-	sm.watches.trigger(events)
+	sm.watches.trigger(events, zxid)
 	sm.mu.Unlock()
 
 	if e.Type == entryCreateSession && res.Err == 0 {

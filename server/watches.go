@@ -20,7 +20,7 @@ const (
 
 // watcher is what a watch notifies: a client connection.
 type watcher interface {
-	notify(frame []byte)
+	notify(frame []byte, zxid int64)
 }
 
 // watchTable is one of ZooKeeper's two watch tables (data and child): for each
@@ -166,9 +166,9 @@ func notificationFrame(typ int32, path string) []byte {
 	return enc.Bytes()
 }
 
-// trigger delivers the events of one applied entry, in order. Each event
-// reaches a connection at most once, whatever it watched.
-func (m *watchManager) trigger(events []znode.Event) {
+// trigger delivers the events of one applied entry (zxid), in order. Each
+// event reaches a connection at most once, whatever it watched.
+func (m *watchManager) trigger(events []znode.Event, zxid int64) {
 	if len(events) == 0 {
 		return
 	}
@@ -190,7 +190,7 @@ func (m *watchManager) trigger(events []znode.Event) {
 		}
 		frame := notificationFrame(ev.Type, ev.Path)
 		for w := range targets {
-			w.notify(frame)
+			w.notify(frame, zxid)
 		}
 	}
 }

@@ -16,7 +16,7 @@ type recorder struct {
 	events []jute.WatcherEvent
 }
 
-func (r *recorder) notify(frame []byte) {
+func (r *recorder) notify(frame []byte, _ int64) {
 	d := jute.NewDecoder(frame[4:], 0)
 	var hdr jute.ReplyHeader
 	var ev jute.WatcherEvent
@@ -90,7 +90,7 @@ func TestWatchFiring(t *testing.T) {
 			r := &recorder{}
 			tt.setup(m, r)
 			for _, e := range tt.events {
-				m.trigger([]znode.Event{e})
+				m.trigger([]znode.Event{e}, 1)
 			}
 			require.Equal(t, tt.want, r.take())
 		})
@@ -109,7 +109,7 @@ func TestWatchCheckAndRemove(t *testing.T) {
 	require.False(t, m.check(r, "/b", jute.WatcherTypeAny, false), "removed")
 
 	m.removeWatcher(r)
-	m.trigger([]znode.Event{{Type: jute.EventNodeDataChanged, Path: "/a"}})
+	m.trigger([]znode.Event{{Type: jute.EventNodeDataChanged, Path: "/a"}}, 1)
 	require.Empty(t, r.take())
 	require.Equal(t, 0, m.summary().Total)
 }

@@ -136,11 +136,12 @@ func validDigestID(id string) bool {
 	return len(parts) == 2
 }
 
-// validIPID is IPAuthenticationProvider.isValid: an address with an optional
-// /bits suffix no longer than the address.
+// validIPID is IPAuthenticationProvider.isValid as in ZooKeeper 3.8.0: an
+// IPv4 address with an optional /bits suffix. 3.8.0 refuses IPv6 ACL ids
+// (InvalidACL), and so does zkraft; matching still understands IPv6.
 func validIPID(id string) bool {
-	_, _, ok := parseIPExpr(id)
-	return ok
+	addr, _, ok := parseIPExpr(id)
+	return ok && len(addr) == 4
 }
 
 // parseIPExpr parses "addr[/bits]".
