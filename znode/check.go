@@ -18,9 +18,14 @@ var ErrInvariant = errors.New("znode: invariant violated")
 //     children of "/" and "/zookeeper" were never created);
 //   - ephemerals have no children and a non-zero owner; TTL nodes have a ttl
 //     in 1..2^40-1; the ephemeral, container and TTL indexes match the nodes;
-//   - ApproximateDataSize matches the nodes.
+//   - ApproximateDataSize matches the nodes;
+//   - the quota index holds exactly the quota paths of the limits nodes,
+//     each charged with a recount of the nodes it owns (longest quota
+//     prefix), and every such quota's stats node holds that recount as
+//     "count=N,bytes=B".
 //
-// It costs O(nodes log nodes); tests run it after every test.
+// It costs O(nodes log nodes) (times the path depth when quotas exist);
+// tests run it after every test.
 func (t *Tree) Check() error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvariant, fmt.Sprintf(format, args...))
@@ -115,6 +120,9 @@ func (t *Tree) Check() error {
 	}
 	if size != t.dataSize {
 		return fail("data size %d, nodes hold %d", t.dataSize, size)
+	}
+	if msg := t.checkQuotas(paths); msg != "" {
+		return fail("%s", msg)
 	}
 	if t.recording || len(t.undo) != 0 {
 		return fail("undo log left open")

@@ -30,6 +30,15 @@
 //   - WriteSnapshot produces the same bytes for equal trees; ReadSnapshot
 //     validates everything (checksum, structure, Check) and never panics on
 //     corrupt input.
+//   - Quotas (quota.go): every path P with a limits node
+//     /zookeeper/quota<P>/zookeeper_limits (P outside /zookeeper) is kept
+//     in an index derived from the tree (rebuilt by ReadSnapshot, restored
+//     by a multi's rollback, never stored). A node counts in the longest
+//     such P that is its path or an ancestor; after every write, the stats
+//     node /zookeeper/quota<P>/zookeeper_stats, if it exists, holds
+//     "count=N,bytes=B" for the nodes counting in P and their data bytes.
+//     Its data changes through the undo log, with no version, mzxid or
+//     event, as in ZooKeeper. Quotas are not enforced (-125 never happens).
 //
 // Building with -tags invariants makes Apply and DeleteEphemerals run Check
 // after every write and panic on a violation (slow; for tests and soaks).
@@ -40,7 +49,10 @@
 //   - Opcode 21 with a non-TTL mode is BadArguments whatever the ttl.
 //   - An ephemeral create with session id 0 is BadArguments (0 means "not
 //     ephemeral" in a Stat).
-//   - Quota bookkeeping (/zookeeper/quota/.../zookeeper_stats) is not kept.
+//   - Quotas differ from ZooKeeper only off zkCli's paths: nested quotas
+//     split usage between them (ZooKeeper's go stale), a client's setData
+//     on a stats node is overwritten at once, and limits nodes directly
+//     under /zookeeper/quota or for paths inside /zookeeper are ignored.
 //   - The "auth" ACL scheme expands to the caller's digest ids only (the only
 //     authenticating provider zkraft has; ip ids never count).
 //

@@ -80,8 +80,10 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 	parent.creates++
 	parent.pzxid = ctx.Zxid
 	t.insert(n, parent)
+	st := n.stat() // as created: a new stats node shows the client's data length
+	t.flushQuotas()
 	ev = append(ev, Event{Type: jute.EventNodeCreated, Path: path}, Event{Type: jute.EventNodeChildrenChanged, Path: parentPath})
-	return path, n.stat(), ev, 0
+	return path, st, ev, 0
 }
 
 // cloneData copies data, keeping nil and empty apart.
@@ -128,6 +130,7 @@ func (t *Tree) removeNode(ctx *TxnContext, n, parent *node, ev []Event) []Event 
 		parent.pzxid = ctx.Zxid
 	}
 	t.remove(n, parent)
+	t.flushQuotas()
 	return append(ev, Event{Type: jute.EventNodeDeleted, Path: n.path},
 		Event{Type: jute.EventNodeChildrenChanged, Path: parent.path})
 }
@@ -153,7 +156,10 @@ func (t *Tree) setDataOp(ctx *TxnContext, path string, data []byte, version int3
 	n.version++
 	n.mzxid = ctx.Zxid
 	n.mtime = ctx.Time
-	return n.stat(), append(ev, Event{Type: jute.EventNodeDataChanged, Path: path}), 0
+	st := n.stat()
+	t.markStats(path) // a client's write to a stats node is replaced
+	t.flushQuotas()
+	return st, append(ev, Event{Type: jute.EventNodeDataChanged, Path: path}), 0
 }
 
 // setACL applies setACL: path valid (-8), ACL valid (-114), exists (-101),

@@ -191,6 +191,10 @@ func ReadSnapshot(r io.Reader, opts Options) (*Tree, error) {
 	if s.err != nil {
 		return nil, fmt.Errorf("znode: read snapshot: %w", s.err)
 	}
+	// The quota index was rebuilt by the inserts; the stats nodes are
+	// rewritten from it (ZooKeeper's setupQuota), which changes nothing in
+	// a snapshot of a tree that passed Check.
+	t.refreshQuotas()
 	if err := t.Check(); err != nil {
 		return nil, fmt.Errorf("znode: read snapshot: %w: %w", ErrCorruptSnapshot, err)
 	}

@@ -27,6 +27,12 @@ type Tree struct {
 	dataSize int64
 	// open is the shared [31 world:anyone] ACL.
 	open []jute.ACL
+	// quotas maps every kept quota path to its usage (quota.go); derived
+	// from the tree by insert, remove and setData, never stored.
+	quotas map[string]*usage
+	// quotaDirty lists quota paths whose stats node may need rewriting;
+	// empty between writes.
+	quotaDirty []string
 
 	// undo is the multi's undo log; recording is on only inside a multi.
 	undo      []undoRec
@@ -61,6 +67,7 @@ func newEmpty(opts Options) *Tree {
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
 		open:       []jute.ACL{openEntry},
+		quotas:     make(map[string]*usage),
 	}
 }
 
@@ -73,8 +80,9 @@ func (t *Tree) lookup(path string) *node {
 	return t.nodes[path]
 }
 
-// insert links n under parent and into the indexes. It does not touch the
-// parent's meta (the caller does, after saving it).
+// insert links n under parent and into the indexes (quotas included). It
+// does not touch the parent's meta (the caller does, after saving it), nor
+// stats nodes (the write's flushQuotas does).
 func (t *Tree) insert(n, parent *node) {
 	t.nodes[n.path] = n
 	if parent.children == nil {
@@ -95,6 +103,7 @@ func (t *Tree) insert(n, parent *node) {
 		t.ttls[n.path] = struct{}{}
 	}
 	t.dataSize += int64(len(n.path) + len(n.data))
+	t.quotaInserted(n)
 	if t.recording {
 		t.undo = append(t.undo, undoRec{op: undoInsert, n: n, parent: parent})
 	}
@@ -121,6 +130,7 @@ func (t *Tree) remove(n, parent *node) {
 		delete(t.ttls, n.path)
 	}
 	t.dataSize -= int64(len(n.path) + len(n.data))
+	t.quotaRemoved(n)
 	if t.recording {
 		t.undo = append(t.undo, undoRec{op: undoRemove, n: n, parent: parent})
 	}
@@ -133,8 +143,11 @@ func (t *Tree) save(n *node) {
 	}
 }
 
-// setData replaces n's data, keeping dataSize current. The caller saved n.
+// setData replaces n's data, keeping dataSize and quota usage current. The
+// caller saved n.
 func (t *Tree) setData(n *node, data []byte) {
-	t.dataSize += int64(len(data) - len(n.data))
+	delta := int64(len(data) - len(n.data))
+	t.dataSize += delta
+	t.charge(n.path, 0, delta)
 	n.data = data
 }

@@ -41,9 +41,14 @@ func (t *Tree) rollback() {
 		case undoRemove:
 			t.insert(u.n, u.parent)
 		case undoMeta:
-			t.dataSize += int64(len(u.saved.data) - len(u.n.data))
+			delta := int64(len(u.saved.data) - len(u.n.data))
+			t.dataSize += delta
+			t.charge(u.n.path, 0, delta)
 			u.n.meta = u.saved
 		}
 	}
+	// The restored metas hold the stats nodes' old data already.
+	clear(t.quotaDirty)
+	t.quotaDirty = t.quotaDirty[:0]
 	t.commit()
 }
