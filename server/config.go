@@ -41,6 +41,10 @@ type Config struct {
 	// Join starts a new member with empty storage that waits to be added by
 	// a reconfig, instead of bootstrapping a group (zkraft.join, --join).
 	Join bool
+	// GlobalOutstandingLimit bounds the requests received and not yet
+	// answered on the whole server; past it connections stop reading
+	// (globalOutstandingLimit, default 1000).
+	GlobalOutstandingLimit int
 	// SkipACL lets any client reconfigure (ZooKeeper's zookeeper.skipACL, which
 	// zkraft applies to reconfig only); otherwise reconfig needs WRITE on
 	// /zookeeper/config, which only the super user has.
@@ -50,6 +54,23 @@ type Config struct {
 	// ElectionTickMs is raft's tick; an election starts after 10 ticks of
 	// silence from the leader.
 	ElectionTickMs int
+
+	// AdminServer (admin.go): admin.enableServer, admin.serverAddress,
+	// admin.serverPort, admin.commandURL, admin.idleTimeout.
+	AdminEnabled     bool
+	AdminAddress     string
+	AdminPort        int
+	AdminCommandURL  string
+	AdminIdleTimeout time.Duration
+	// Prometheus endpoint (metrics.go): on when metricsProvider.className
+	// names ZooKeeper's PrometheusMetricsProvider; metricsProvider.httpHost,
+	// metricsProvider.httpPort, metricsProvider.exportJvmInfo (Go runtime and
+	// process metrics in zkraft).
+	MetricsEnabled   bool
+	MetricsHost      string
+	MetricsPort      int
+	MetricsExportJvm bool
+	InitialConfig    string // the zoo.cfg text Load read, for the icfg command
 }
 
 // Resolve finishes a configuration after every override: in an ensemble it
@@ -89,8 +110,21 @@ func Default() Config {
 		SnapshotEvery:          100000,
 		ServerID:               1,
 		ElectionTickMs:         100,
+		GlobalOutstandingLimit: 1000,
+		AdminEnabled:           true,
+		AdminAddress:           "0.0.0.0",
+		AdminPort:              8080,
+		AdminCommandURL:        "/commands",
+		AdminIdleTimeout:       30 * time.Second,
+		MetricsHost:            "0.0.0.0",
+		MetricsPort:            7000,
+		MetricsExportJvm:       true,
 	}
 }
+
+// PrometheusProviderClass is the metricsProvider.className that turns the
+// Prometheus endpoint on, as in ZooKeeper.
+const PrometheusProviderClass = "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider"
 
 // knownFourLetterWords lists the commands a whitelist of "*" enables.
 var knownFourLetterWords = []string{"ruok", "srvr", "stat", "conf", "cons", "crst", "dump", "envi", "mntr", "wchs", "wchc", "wchp", "dirs", "isro", "srst"}
@@ -98,10 +132,9 @@ var knownFourLetterWords = []string{"ruok", "srvr", "stat", "conf", "cons", "crs
 // ignoredKeys are zoo.cfg keys ZooKeeper knows that do not change zkraft's
 // behaviour in standalone mode; they are accepted without a warning.
 var ignoredKeys = map[string]bool{
-	"initLimit": true, "syncLimit": true, "admin.enableServer": true, "admin.serverPort": true,
+	"initLimit": true, "syncLimit": true,
 	"autopurge.snapRetainCount": true, "autopurge.purgeInterval": true, "standaloneEnabled": true,
-	"metricsProvider.className": true, "metricsProvider.httpPort": true,
-	"preAllocSize": true, "globalOutstandingLimit": true, "electionAlg": true, "forceSync": true,
+	"preAllocSize": true, "electionAlg": true, "forceSync": true,
 }
 
 // Load reads a zoo.cfg file on top of Default(). Unknown keys are logged as
@@ -115,9 +148,13 @@ func Load(path string, log zerolog.Logger) (Config, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	lineNo := 0
+	var raw strings.Builder
 	for sc.Scan() {
 		lineNo++
 		line := strings.TrimSpace(sc.Text())
+		if line != "" && !strings.HasPrefix(line, "#") {
+			raw.WriteString(line + "\n")
+		}
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -133,6 +170,7 @@ func Load(path string, log zerolog.Logger) (Config, error) {
 	if err := sc.Err(); err != nil {
 		return cfg, fmt.Errorf("read config: %w", err)
 	}
+	cfg.InitialConfig = raw.String()
 	return cfg, nil
 }
 
@@ -219,6 +257,12 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 		c.ReconfigEnabled = b
 	case "skipACL", "zookeeper.skipACL":
 		c.SkipACL = value == "yes" || value == "true"
+	case "globalOutstandingLimit", "zookeeper.globalOutstandingLimit":
+		n, err := atoi()
+		if err != nil || n <= 0 {
+			return fmt.Errorf("must be a positive integer, got %q", value)
+		}
+		c.GlobalOutstandingLimit = n
 	case "zkraft.join":
 		b, err := strconv.ParseBool(value)
 		if err != nil {
@@ -231,6 +275,52 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 			return fmt.Errorf("must be a positive integer, got %q", value)
 		}
 		c.ElectionTickMs = n
+	case "admin.enableServer", "zookeeper.admin.enableServer":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("must be true or false, got %q", value)
+		}
+		c.AdminEnabled = b
+	case "admin.serverAddress", "zookeeper.admin.serverAddress":
+		c.AdminAddress = value
+	case "admin.serverPort", "zookeeper.admin.serverPort", "metricsProvider.httpPort":
+		n, err := atoi()
+		if err != nil || n < 0 || n > 65535 {
+			return fmt.Errorf("must be a port number, got %q", value)
+		}
+		if key == "metricsProvider.httpPort" {
+			c.MetricsPort = n
+		} else {
+			c.AdminPort = n
+		}
+	case "admin.commandURL", "zookeeper.admin.commandURL":
+		if !strings.HasPrefix(value, "/") || len(value) < 2 {
+			return fmt.Errorf("must be a path such as /commands, got %q", value)
+		}
+		c.AdminCommandURL = strings.TrimSuffix(value, "/")
+	case "admin.idleTimeout", "zookeeper.admin.idleTimeout":
+		n, err := atoi()
+		if err != nil || n <= 0 {
+			return fmt.Errorf("must be a positive integer (ms), got %q", value)
+		}
+		c.AdminIdleTimeout = time.Duration(n) * time.Millisecond
+	case "metricsProvider.className":
+		switch value {
+		case PrometheusProviderClass:
+			c.MetricsEnabled = true
+		case "org.apache.zookeeper.metrics.impl.DefaultMetricsProvider", "org.apache.zookeeper.metrics.impl.NullMetricsProvider":
+			c.MetricsEnabled = false
+		default:
+			return fmt.Errorf("unknown metrics provider %q (zkraft has %s)", value, PrometheusProviderClass)
+		}
+	case "metricsProvider.httpHost":
+		c.MetricsHost = value
+	case "metricsProvider.exportJvmInfo":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("must be true or false, got %q", value)
+		}
+		c.MetricsExportJvm = b
 	default:
 		if strings.HasPrefix(key, "server.") {
 			id, err := strconv.ParseUint(strings.TrimPrefix(key, "server."), 10, 64)

@@ -71,7 +71,7 @@ type conn struct {
 	// connection is idle), so the wire follows zxid order as in ZooKeeper.
 	oobMu  sync.Mutex
 	events []queuedEvent
-	pings  [][]byte
+	pings  []queuedEvent // ping replies, with the zxid they carry
 	wake   chan struct{}
 
 	replyZxid   int64 // zxid of the last frame built by reply (writer only)
@@ -126,13 +126,14 @@ func (c *conn) notify(frame []byte, zxid int64) {
 	})
 }
 
-// pushPing queues a ping reply; ping replies may overtake other replies.
-func (c *conn) pushPing(frame []byte) {
+// pushPing queues a ping reply carrying zxid. Ping replies may overtake
+// other replies, but never an event of a change at or before their zxid.
+func (c *conn) pushPing(frame []byte, zxid int64) {
 	c.push(func() bool {
 		if len(c.pings) >= maxQueuedNotifications {
 			return false
 		}
-		c.pings = append(c.pings, frame)
+		c.pings = append(c.pings, queuedEvent{zxid: zxid, frame: frame})
 		return true
 	})
 }
@@ -170,8 +171,8 @@ func (c *conn) closed() bool {
 
 // serve runs a connection to its end.
 func (c *conn) serve() {
-	defer c.srv.dropConn(c)
 	defer c.close()
+	defer c.srv.dropConn(c) // unregistered before the peer sees EOF
 	br := bufio.NewReaderSize(c.nc, 64*1024)
 
 	// A connection that sends nothing is dropped (sessionlessCnxnTimeout).
@@ -299,6 +300,9 @@ func (c *conn) readLoop(br *bufio.Reader) {
 			return
 		}
 		buf = frame[:0]
+		if !c.srv.stats.admit(int64(c.srv.cfg.GlobalOutstandingLimit), c.done) {
+			return
+		}
 		c.stats.received.Add(1)
 		c.srv.stats.received.Add(1)
 		c.srv.touch(c.sessionID)
@@ -339,7 +343,7 @@ func (c *conn) enqueue(it *item) bool {
 	case c.items <- it:
 		return true
 	case <-c.done:
-		c.srv.stats.outstanding.Add(-1)
+		c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
 		if it.read {
 			c.readsPending.Add(-1)
 		}
@@ -370,7 +374,7 @@ func (c *conn) writeLoop() {
 }
 
 func (c *conn) answer(it *item) bool {
-	defer c.srv.stats.outstanding.Add(-1)
+	defer c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
 	if it.ready != nil {
 		timer := time.NewTimer(time.Until(it.deadline))
 		defer timer.Stop()
@@ -380,9 +384,16 @@ func (c *conn) answer(it *item) bool {
 			case <-it.ready:
 				break wait
 			case <-c.wake:
-				// Only events no later than what was already answered may
-				// pass the pending reply.
-				if !c.flushOOB(c.writtenZxid) || c.bw.Flush() != nil {
+				// While the pending request is not applied, its zxid will be
+				// above every zxid applied so far, so events up to the last
+				// applied zxid (read before checking) may pass its reply.
+				applied := c.srv.sm.lastZxid.Load()
+				select {
+				case <-it.ready:
+					break wait
+				default:
+				}
+				if !c.flushOOB(applied) || c.bw.Flush() != nil {
 					return false
 				}
 			case <-timer.C:
@@ -413,9 +424,13 @@ func (c *conn) answer(it *item) bool {
 		}
 		c.stats.sent.Add(1)
 		c.srv.stats.sent.Add(1)
-		lat := time.Since(it.received).Milliseconds()
+		d := time.Since(it.received)
+		lat := d.Milliseconds()
 		c.stats.recordLatency(lat)
 		c.srv.stats.recordLatency(lat)
+		if it.read || it.ready != nil {
+			c.srv.observeRequest(it.read, d)
+		}
 	}
 	if closeAfter {
 		_ = c.bw.Flush()
@@ -427,29 +442,41 @@ func (c *conn) answer(it *item) bool {
 	return true
 }
 
-// flushOOB writes every queued ping reply and the queued events whose zxid
-// is at most upTo (all of them if upTo < 0).
+// flushOOB writes the queued events whose zxid is at most upTo (all of them
+// if upTo < 0), in zxid order, and the queued ping replies whose zxid is at
+// most upTo, each after the events up to its own zxid.
 func (c *conn) flushOOB(upTo int64) bool {
+	within := func(zxid int64) bool { return upTo < 0 || zxid <= upTo }
 	c.oobMu.Lock()
-	pings := c.pings
-	c.pings = nil
-	n := len(c.events)
-	if upTo >= 0 {
-		n = 0
-		for n < len(c.events) && c.events[n].zxid <= upTo {
-			n++
-		}
+	np := 0
+	for np < len(c.pings) && within(c.pings[np].zxid) {
+		np++
 	}
-	events := c.events[:n:n]
-	c.events = c.events[n:]
+	ne := 0
+	for ne < len(c.events) && within(c.events[ne].zxid) {
+		ne++
+	}
+	pings, events := c.pings[:np:np], c.events[:ne:ne]
+	c.pings, c.events = c.pings[np:], c.events[ne:]
 	c.oobMu.Unlock()
-	for _, f := range pings {
-		if _, err := c.bw.Write(f); err != nil {
+	write := func(f []byte) bool {
+		_, err := c.bw.Write(f)
+		return err == nil
+	}
+	next := 0
+	for _, p := range pings {
+		for next < len(events) && events[next].zxid <= p.zxid {
+			if !write(events[next].frame) {
+				return false
+			}
+			next++
+		}
+		if !write(p.frame) {
 			return false
 		}
 	}
-	for _, ev := range events {
-		if _, err := c.bw.Write(ev.frame); err != nil {
+	for ; next < len(events); next++ {
+		if !write(events[next].frame) {
 			return false
 		}
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -139,7 +140,49 @@ type serverStats struct {
 	latencyStats
 	received    atomic.Int64
 	sent        atomic.Int64
-	outstanding atomic.Int64
+	outstanding atomic.Int64 // requests received and not yet answered
+
+	// Readers wait on throttleC while outstanding is at the limit; the
+	// writer that brings it below the limit wakes them all.
+	throttleMu sync.Mutex
+	throttleC  chan struct{}
+}
+
+// admit blocks a connection's reader while the server has limit or more
+// requests outstanding (ZooKeeper's globalOutstandingLimit); false if done
+// closed meanwhile.
+func (st *serverStats) admit(limit int64, done <-chan struct{}) bool {
+	for st.outstanding.Load() >= limit {
+		st.throttleMu.Lock()
+		if st.throttleC == nil {
+			st.throttleC = make(chan struct{})
+		}
+		c := st.throttleC
+		st.throttleMu.Unlock()
+		if st.outstanding.Load() < limit {
+			return true
+		}
+		select {
+		case <-c:
+		case <-done:
+			return false
+		}
+	}
+	return true
+}
+
+// answered records one answered request and wakes throttled readers once
+// the count is below limit.
+func (st *serverStats) answered(limit int64) {
+	if st.outstanding.Add(-1) >= limit {
+		return
+	}
+	st.throttleMu.Lock()
+	if st.throttleC != nil {
+		close(st.throttleC)
+		st.throttleC = nil
+	}
+	st.throttleMu.Unlock()
 }
 
 func (st *serverStats) reset() {

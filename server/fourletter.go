@@ -3,10 +3,16 @@ package server
 import (
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"net"
 	"os"
+	"os/user"
+	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -15,6 +21,13 @@ import (
 // like ZooKeeper's "X.Y.Z-": monitoring tools parse it.
 const Version = "3.8.4-zkraft-0.1.0"
 
+// notServing is ZooKeeper's answer to most commands while the server has no
+// quorum.
+const notServing = "This ZooKeeper instance is not currently serving requests"
+
+// allFourLetterWords are the words ZooKeeper 3.8 recognises. A recognised
+// word that is not whitelisted is refused with a message; zkraft implements
+// the ones in knownFourLetterWords (config.go), which "*" enables.
 var allFourLetterWords = map[string]bool{
 	"ruok": true, "srvr": true, "stat": true, "conf": true, "cons": true, "crst": true, "dump": true,
 	"envi": true, "mntr": true, "wchs": true, "wchc": true, "wchp": true, "dirs": true, "isro": true,
@@ -34,6 +47,215 @@ func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
 	_, _ = io.WriteString(nc, s.fourLetterOutput(cmd))
 }
 
+// fourLetterOutput renders a command as ZooKeeper 3.8 prints it. The data
+// comes from the views below, which the AdminServer's JSON shares.
+func (s *Server) fourLetterOutput(cmd string) string {
+	switch cmd {
+	case "ruok":
+		return "imok"
+	case "isro":
+		if !s.serving.Load() {
+			return "null"
+		}
+		return "rw"
+	case "envi":
+		var b strings.Builder
+		b.WriteString("Environment:\n")
+		for _, kv := range environment() {
+			fmt.Fprintf(&b, "%s=%v\n", kv.k, kv.v)
+		}
+		return b.String()
+	}
+	if !s.serving.Load() {
+		return notServing + "\n"
+	}
+	var b strings.Builder
+	switch cmd {
+	case "srvr", "stat":
+		s.writeServerStats(&b, cmd == "stat")
+	case "srst":
+		s.resetServerStats()
+		return "Server stats reset.\n"
+	case "crst":
+		s.resetConnectionStats()
+		return "Connection stats reset.\n"
+	case "conf":
+		for _, kv := range s.configuration() {
+			fmt.Fprintf(&b, "%s=%v\n", kv.k, kv.v)
+		}
+		if m := s.membershipText(); m != "" {
+			b.WriteString("membership: \n" + m)
+		}
+	case "cons":
+		for _, c := range s.connViews() {
+			b.WriteString(c.line(false))
+		}
+		b.WriteString("\n")
+	case "dirs":
+		dataSize, logSize := s.dirSizes()
+		fmt.Fprintf(&b, "datadir_size: %d\nlogdir_size: %d\n", dataSize, logSize)
+	case "wchs":
+		w := s.dataWatches()
+		fmt.Fprintf(&b, "%d connections watching %d paths\nTotal watches:%d\n", len(w.bySession), len(w.byPath), w.total)
+	case "wchc":
+		w := s.dataWatches()
+		for _, id := range sortedKeys(w.bySession) {
+			b.WriteString(sessionHex(id) + "\n")
+			for _, p := range w.bySession[id] {
+				b.WriteString("\t" + p + "\n")
+			}
+		}
+		b.WriteString("\n")
+	case "wchp":
+		w := s.dataWatches()
+		for _, p := range sortedKeys(w.byPath) {
+			b.WriteString(p + "\n")
+			for _, id := range w.byPath[p] {
+				b.WriteString("\t" + sessionHex(id) + "\n")
+			}
+		}
+		b.WriteString("\n")
+	case "dump":
+		s.writeDump(&b)
+	case "mntr":
+		for _, m := range s.monitorMetrics() {
+			fmt.Fprintf(&b, "zk_%s\t%s\n", m.k, formatValue(m.v))
+		}
+	default:
+		return ""
+	}
+	return b.String()
+}
+
+// writeServerStats prints srvr (and stat, which adds the clients) with the
+// lines in ZooKeeper's order: monitoring tools read them by position.
+func (s *Server) writeServerStats(b *strings.Builder, withClients bool) {
+	v := s.statsView()
+	fmt.Fprintf(b, "Zookeeper version: %s\n", v.version)
+	if withClients {
+		b.WriteString("Clients:\n")
+		for _, c := range s.connViews() {
+			b.WriteString(c.line(true))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(b, "Latency min/avg/max: %d/%s/%d\n", v.minLatency, javaDouble(v.avgLatency), v.maxLatency)
+	fmt.Fprintf(b, "Received: %d\nSent: %d\nConnections: %d\nOutstanding: %d\n", v.received, v.sent, v.connections, v.outstanding)
+	fmt.Fprintf(b, "Zxid: 0x%x\nMode: %s\nNode count: %d\n", uint64(v.zxid), v.mode, v.nodeCount)
+	if v.mode == "leader" {
+		// ZooKeeper's proposal size statistics; zkraft does not keep them,
+		// and -1 is ZooKeeper's "no proposal yet".
+		b.WriteString("Proposal sizes last/min/max: -1/-1/-1\n")
+	}
+}
+
+// line renders a connection as stat (brief) or cons prints it.
+func (c connView) line(brief bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, " /%s[%d](queued=%d,recved=%d,sent=%d", c.remote, c.interestOps, c.queued, c.received, c.sent)
+	if !brief && c.sessionID != 0 {
+		fmt.Fprintf(&b, ",sid=%s,lop=%s,est=%d,to=%d", sessionHex(c.sessionID), c.lastOp, c.established, c.timeoutMs)
+		if c.lastCxid >= 0 { // ZooKeeper leaves lcxid out after a crst
+			fmt.Fprintf(&b, ",lcxid=0x%x", c.lastCxid)
+		}
+		fmt.Fprintf(&b, ",lzxid=0x%x,lresp=%d,llat=%d,minlat=%d,avglat=%d,maxlat=%d",
+			uint64(c.lastZxid), c.lastResponse, c.lastLatency, c.minLatency, c.avgLatency, c.maxLatency)
+	}
+	b.WriteString(")\n")
+	return b.String()
+}
+
+// writeDump prints dump: session expiry buckets, ephemerals per session, and
+// connection expiry buckets, in ZooKeeper's layout.
+func (s *Server) writeDump(b *strings.Builder) {
+	const javaDate = "Mon Jan 02 15:04:05 MST 2006"
+	writeBuckets := func(title string, buckets []expiryBucket, entry func(int64) string) {
+		n := 0
+		for _, bk := range buckets {
+			n += len(bk.ids)
+		}
+		fmt.Fprintf(b, "%s (%d)/(%d):\n", title, len(buckets), n)
+		for _, bk := range buckets {
+			fmt.Fprintf(b, "%d expire at %s:\n", len(bk.ids), bk.at.Format(javaDate))
+			for _, id := range bk.ids {
+				b.WriteString("\t" + entry(id) + "\n")
+			}
+		}
+	}
+	b.WriteString("SessionTracker dump:\n")
+	writeBuckets("Session Sets", s.sessionBuckets(), sessionHex)
+	b.WriteString("ephemeral nodes dump:\n")
+	eph := s.ephemeralsBySession()
+	fmt.Fprintf(b, "Sessions with Ephemerals (%d):\n", len(eph))
+	for _, id := range sortedKeys(eph) {
+		b.WriteString(sessionHex(id) + ":\n")
+		for _, p := range eph[id] {
+			b.WriteString("\t" + p + "\n")
+		}
+	}
+	b.WriteString("Connections dump:\n")
+	conns := s.connViews()
+	byIndex := map[int64]connView{}
+	var buckets []expiryBucket
+	at := map[int64]int{}
+	for i, c := range conns {
+		byIndex[int64(i)] = c
+		deadline := c.expiry.Truncate(time.Second)
+		k := deadline.UnixMilli()
+		j, ok := at[k]
+		if !ok {
+			j = len(buckets)
+			at[k] = j
+			buckets = append(buckets, expiryBucket{at: deadline})
+		}
+		buckets[j].ids = append(buckets[j].ids, int64(i))
+	}
+	sort.Slice(buckets, func(i, j int) bool { return buckets[i].at.Before(buckets[j].at) })
+	writeBuckets("Connections Sets", buckets, func(i int64) string {
+		c := byIndex[i]
+		return fmt.Sprintf("ip: /%s sessionId: %s", c.remote, sessionHex(c.sessionID))
+	})
+}
+
+// The views below gather what the commands report; the AdminServer renders
+// the same views as JSON.
+
+// kv is one named value of a report, kept in ZooKeeper's order. v is an
+// int64, a float64 or a string.
+type kv struct {
+	k string
+	v any
+}
+
+var buildDate = time.Now().UTC().Format("2006-01-02 15:04 MST")
+
+func versionString() string { return Version + ", built on " + buildDate }
+
+// statsView is what srvr reports.
+type statsView struct {
+	version                string
+	minLatency, maxLatency int64
+	avgLatency             float64
+	received, sent         int64
+	connections            int
+	outstanding            int64
+	zxid                   int64
+	mode                   string
+	nodeCount              int
+}
+
+func (s *Server) statsView() statsView {
+	min, avg, max := s.stats.latency()
+	s.connMu.Lock()
+	nconns := len(s.conns)
+	s.connMu.Unlock()
+	return statsView{
+		version: versionString(), minLatency: min, avgLatency: roundAvg(avg), maxLatency: max,
+		received: s.stats.received.Load(), sent: s.stats.sent.Load(), connections: nconns,
+		outstanding: s.stats.outstanding.Load(), zxid: s.sm.lastZxid.Load(), mode: s.mode(), nodeCount: s.nodeCount(),
+	}
+}
+
 func (s *Server) mode() string {
 	switch {
 	case s.cfg.Standalone():
@@ -45,150 +267,317 @@ func (s *Server) mode() string {
 	}
 }
 
-func (s *Server) fourLetterOutput(cmd string) string {
-	var b strings.Builder
-	switch cmd {
-	case "ruok":
-		return "imok"
-	case "isro":
-		return "rw"
-	case "srvr", "stat":
-		if !s.serving.Load() {
-			return "This ZooKeeper instance is not currently serving requests\n"
-		}
-		s.writeServerStats(&b, cmd == "stat")
-	case "srst":
-		s.stats.reset()
-		return "Server stats reset.\n"
-	case "crst":
-		s.connMu.Lock()
-		for c := range s.conns {
-			c.stats.resetLatency()
-			c.stats.received.Store(0)
-			c.stats.sent.Store(0)
-		}
-		s.connMu.Unlock()
-		return "Connection stats reset.\n"
-	case "conf":
-		minMs, maxMs := s.cfg.SessionBounds()
-		fmt.Fprintf(&b, "clientPort=%d\nsecureClientPort=-1\ndataDir=%s\ndataDirSize=%d\ndataLogDir=%s\ndataLogSize=%d\n",
-			s.cfg.ClientPort, s.cfg.DataDir, dirSize(s.cfg.DataDir), s.cfg.LogDir(), dirSize(s.cfg.LogDir()))
-		fmt.Fprintf(&b, "tickTime=%d\nmaxClientCnxns=%d\nminSessionTimeout=%d\nmaxSessionTimeout=%d\nclientPortListenBacklog=-1\nserverId=%d\n",
-			s.cfg.TickTimeMs, s.cfg.MaxClientCnxns, minMs, maxMs, s.cfg.ServerID)
-	case "cons":
-		s.writeConnections(&b)
-		b.WriteString("\n")
-	case "envi":
-		host, _ := os.Hostname()
-		wd, _ := os.Getwd()
-		fmt.Fprintf(&b, "Environment:\nzookeeper.version=%s, built on %s\nhost.name=%s\ngo.version=%s\nos.name=%s\nos.arch=%s\nuser.dir=%s\n",
-			Version, buildDate, host, runtime.Version(), runtime.GOOS, runtime.GOARCH, wd)
-	case "dirs":
-		fmt.Fprintf(&b, "datadir_size: %d\nlogdir_size: %d\n", dirSize(s.cfg.DataDir), dirSize(s.cfg.LogDir()))
-	case "wchs":
-		sum := s.watches.summary()
-		fmt.Fprintf(&b, "%d connections watching %d paths\nTotal watches:%d\n", sum.Connections, sum.Paths, sum.Total)
-	case "wchc":
-		sum := s.watches.summary()
-		keys := make([]string, 0, len(sum.ByWatcher))
-		byKey := map[string][]string{}
-		for w, paths := range sum.ByWatcher {
-			k := sessionHex(w.(*conn).sessionID)
-			keys = append(keys, k)
-			byKey[k] = append(byKey[k], paths...)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			b.WriteString(k + "\n")
-			for _, p := range byKey[k] {
-				b.WriteString("\t" + p + "\n")
-			}
-		}
-	case "wchp":
-		sum := s.watches.summary()
-		paths := make([]string, 0, len(sum.ByPath))
-		for p := range sum.ByPath {
-			paths = append(paths, p)
-		}
-		sort.Strings(paths)
-		for _, p := range paths {
-			b.WriteString(p + "\n")
-			for _, w := range sum.ByPath[p] {
-				b.WriteString("\t" + sessionHex(w.(*conn).sessionID) + "\n")
-			}
-		}
-	case "dump":
-		s.sm.mu.RLock()
-		sessions := s.sm.sessions.All()
-		b.WriteString("SessionTracker dump:\n")
-		fmt.Fprintf(&b, "Session Sets (%d):\n", len(sessions))
-		b.WriteString("ephemeral nodes dump:\n")
-		fmt.Fprintf(&b, "Sessions with Ephemerals (%d):\n", len(s.sm.tree.EphemeralOwners()))
-		for _, id := range s.sm.tree.EphemeralOwners() {
-			b.WriteString(sessionHex(id) + ":\n")
-			for _, p := range s.sm.tree.Ephemerals(id, "/") {
-				b.WriteString("\t" + p + "\n")
-			}
-		}
-		s.sm.mu.RUnlock()
-	case "mntr":
-		s.writeMonitor(&b)
-	case "gtmk":
-		return "0"
-	default:
-		return ""
-	}
-	return b.String()
-}
-
-var buildDate = time.Now().UTC().Format("2006-01-02 15:04 MST")
-
 func (s *Server) nodeCount() int {
 	s.sm.mu.RLock()
 	defer s.sm.mu.RUnlock()
 	return s.sm.tree.NodeCount() + 1 // ZooKeeper's map holds the root twice
 }
 
-func (s *Server) writeServerStats(b *strings.Builder, withClients bool) {
-	fmt.Fprintf(b, "Zookeeper version: %s, built on %s\n", Version, buildDate)
-	if withClients {
-		b.WriteString("Clients:\n")
-		s.writeConnections(b)
-		b.WriteString("\n")
-	}
-	min, avg, max := s.stats.latency()
-	s.connMu.Lock()
-	nconns := len(s.conns)
-	s.connMu.Unlock()
-	fmt.Fprintf(b, "Latency min/avg/max: %d/%.4f/%d\n", min, avg, max)
-	fmt.Fprintf(b, "Received: %d\nSent: %d\nConnections: %d\nOutstanding: %d\n",
-		s.stats.received.Load(), s.stats.sent.Load(), nconns, s.stats.outstanding.Load())
-	fmt.Fprintf(b, "Zxid: 0x%x\nMode: %s\nNode count: %d\n", s.sm.lastZxid.Load(), s.mode(), s.nodeCount())
+// connView is one client connection as stat, cons and the AdminServer show it.
+type connView struct {
+	id                                 uint64
+	remote                             string // ip:port, unbracketed as Java prints it
+	interestOps                        int    // 1 once a session is attached, as a reading NIO connection
+	queued, received, sent             int64
+	sessionID                          int64 // 0 before the handshake
+	lastOp                             string
+	established                        int64 // ms since the epoch
+	timeoutMs                          int32
+	lastCxid, lastZxid                 int64
+	lastResponse, lastLatency          int64 // not tracked by zkraft: 0
+	minLatency, avgLatency, maxLatency int64
+	expiry                             time.Time // when the connection expires if idle (dump)
 }
 
-func (s *Server) writeConnections(b *strings.Builder) {
+// sessionlessTimeout is how long a connection may stay without a session
+// (conn.serve's first read deadline).
+const sessionlessTimeout = 10 * time.Second
+
+func (s *Server) connViews() []connView {
 	s.connMu.Lock()
 	conns := make([]*conn, 0, len(s.conns))
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
+	// A connection's session fields are read only once it is attached:
+	// attachSession publishes them under connMu.
+	type sess struct {
+		id      int64
+		timeout int32
+	}
+	attached := make(map[*conn]sess, len(s.bySess))
+	for _, c := range s.bySess {
+		attached[c] = sess{c.sessionID, c.timeoutMs}
+	}
 	s.connMu.Unlock()
 	sort.Slice(conns, func(i, j int) bool { return conns[i].id < conns[j].id })
+	out := make([]connView, 0, len(conns))
 	for _, c := range conns {
 		min, avg, max := c.stats.latency()
-		fmt.Fprintf(b, " /%s[1](queued=%d,recved=%d,sent=%d,sid=%s,lop=%s,est=%d,to=%d,lcxid=0x%x,lzxid=0x%x,lresp=0,llat=0,minlat=%d,avglat=%.4f,maxlat=%d)\n",
-			c.remote, len(c.items), c.stats.received.Load(), c.stats.sent.Load(), sessionHex(c.sessionID),
-			opName(c.stats.lastOp.Load()), c.established.UnixMilli(), c.timeoutMs,
-			uint32(c.stats.lastCxid.Load()), c.stats.lastZxid.Load(), min, avg, max)
+		v := connView{
+			id: c.id, remote: javaAddr(c.remote), queued: int64(len(c.items)),
+			received: c.stats.received.Load(), sent: c.stats.sent.Load(),
+			lastOp: opName(c.stats.lastOp.Load()), established: c.established.UnixMilli(),
+			lastCxid: int64(c.stats.lastCxid.Load()), lastZxid: c.stats.lastZxid.Load(),
+			minLatency: min, avgLatency: int64(avg), maxLatency: max,
+			expiry: c.established.Add(sessionlessTimeout),
+		}
+		if a, ok := attached[c]; ok {
+			v.interestOps, v.sessionID, v.timeoutMs = 1, a.id, a.timeout
+			if d, ok := s.tracker.Deadline(a.id); ok {
+				v.expiry = d
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// javaAddr prints host:port without IPv6 brackets, as Java's
+// InetSocketAddress does (zktop's parser expects it).
+func javaAddr(hostport string) string {
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return hostport
+	}
+	return host + ":" + port
+}
+
+func (s *Server) resetServerStats() {
+	s.stats.reset()
+	s.ops.resetLatency()
+}
+
+func (s *Server) resetConnectionStats() {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	for c := range s.conns {
+		c.stats.resetLatency()
+		c.stats.received.Store(0)
+		c.stats.sent.Store(0)
+		c.stats.lastOp.Store(0)
+		c.stats.lastCxid.Store(-1)
+		c.stats.lastZxid.Store(-1)
 	}
 }
 
-func (s *Server) writeMonitor(b *strings.Builder) {
-	min, avg, max := s.stats.latency()
-	s.connMu.Lock()
-	nconns := len(s.conns)
-	s.connMu.Unlock()
-	sum := s.watches.summary()
+// watchView lists the data watches (getData, exists and persistent ones) by
+// session and by path. Like ZooKeeper's wchs, wchc and wchp it leaves child
+// watches out; mntr's watch_count counts both kinds.
+type watchView struct {
+	bySession map[int64][]string // sorted paths
+	byPath    map[string][]int64 // sorted session ids
+	total     int
+}
+
+func (s *Server) dataWatches() watchView {
+	v := watchView{bySession: map[int64][]string{}, byPath: map[string][]int64{}}
+	s.watches.mu.Lock()
+	for p, ws := range s.watches.data.byPath {
+		for w := range ws {
+			c, ok := w.(*conn)
+			if !ok {
+				continue
+			}
+			v.bySession[c.sessionID] = append(v.bySession[c.sessionID], p)
+			v.byPath[p] = append(v.byPath[p], c.sessionID)
+			v.total++
+		}
+	}
+	s.watches.mu.Unlock()
+	for _, ps := range v.bySession {
+		sort.Strings(ps)
+	}
+	for _, ids := range v.byPath {
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	}
+	return v
+}
+
+// watchCount counts every watch, data and child, as mntr's watch_count.
+func (s *Server) watchCount() int {
+	s.watches.mu.Lock()
+	defer s.watches.mu.Unlock()
+	n := 0
+	for _, t := range []*watchTable{&s.watches.data, &s.watches.child} {
+		for _, ws := range t.byPath {
+			n += len(ws)
+		}
+	}
+	return n
+}
+
+// expiryBucket groups sessions (or connections) that expire at one time.
+type expiryBucket struct {
+	at  time.Time
+	ids []int64
+}
+
+func (s *Server) sessionBuckets() []expiryBucket {
+	s.sm.mu.RLock()
+	sessions := s.sm.sessions.All()
+	s.sm.mu.RUnlock()
+	idx := map[int64]int{}
+	var out []expiryBucket
+	for _, sess := range sessions {
+		d, ok := s.tracker.Deadline(sess.ID)
+		if !ok {
+			continue
+		}
+		k := d.UnixMilli()
+		j, seen := idx[k]
+		if !seen {
+			j = len(out)
+			idx[k] = j
+			out = append(out, expiryBucket{at: d})
+		}
+		out[j].ids = append(out[j].ids, sess.ID)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	for _, b := range out {
+		sort.Slice(b.ids, func(i, j int) bool { return b.ids[i] < b.ids[j] })
+	}
+	return out
+}
+
+func (s *Server) ephemeralsBySession() map[int64][]string {
+	s.sm.mu.RLock()
+	defer s.sm.mu.RUnlock()
+	out := map[int64][]string{}
+	for _, id := range s.sm.tree.EphemeralOwners() {
+		paths := s.sm.tree.Ephemerals(id, "/")
+		sort.Strings(paths)
+		out[id] = paths
+	}
+	return out
+}
+
+// configuration is conf's key=value list.
+func (s *Server) configuration() []kv {
+	minMs, maxMs := s.cfg.SessionBounds()
+	dataSize, logSize := s.dirSizes()
+	out := []kv{
+		{"clientPort", int64(s.clientPort())}, {"secureClientPort", int64(-1)},
+		{"dataDir", s.cfg.DataDir}, {"dataDirSize", dataSize},
+		{"dataLogDir", s.cfg.LogDir()}, {"dataLogSize", logSize},
+		{"tickTime", int64(s.cfg.TickTimeMs)}, {"maxClientCnxns", int64(s.cfg.MaxClientCnxns)},
+		{"minSessionTimeout", int64(minMs)}, {"maxSessionTimeout", int64(maxMs)},
+		{"clientPortListenBacklog", int64(-1)}, {"serverId", s.serverID()},
+	}
+	if !s.cfg.Standalone() {
+		self := s.members()[s.cfg.ServerID]
+		out = append(out, kv{"electionPort", int64(self.ElectionPort)}, kv{"quorumPort", int64(self.PeerPort)}, kv{"peerType", int64(0)})
+	}
+	return out
+}
+
+// serverID is myid, or 0 when standalone as ZooKeeper reports it.
+func (s *Server) serverID() int64 {
+	if s.cfg.Standalone() {
+		return 0
+	}
+	return int64(s.cfg.ServerID)
+}
+
+func (s *Server) clientPort() int {
+	if s.listener != nil {
+		if a, ok := s.listener.Addr().(*net.TCPAddr); ok {
+			return a.Port
+		}
+	}
+	return s.cfg.ClientPort
+}
+
+// membershipText is the ensemble's dynamic configuration (the data of
+// /zookeeper/config), or "" when standalone.
+func (s *Server) membershipText() string {
+	if s.cfg.Standalone() {
+		return ""
+	}
+	s.sm.mu.RLock()
+	data, _, _ := s.sm.tree.GetData("/zookeeper/config")
+	s.sm.mu.RUnlock()
+	if len(data) > 0 {
+		return strings.TrimSuffix(string(data), "\n") + "\n"
+	}
+	return formatMembers(s.members())
+}
+
+func (s *Server) dirSizes() (dataDir, logDir int64) {
+	dataDir = treeSize(s.cfg.DataDir)
+	if s.cfg.LogDir() == s.cfg.DataDir {
+		return dataDir, dataDir
+	}
+	return dataDir, treeSize(s.cfg.LogDir())
+}
+
+// treeSize sums the sizes of the regular files under dir.
+func treeSize(dir string) int64 {
+	var total int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				total += info.Size()
+			}
+		}
+		return nil
+	})
+	return total
+}
+
+// environment is envi's list. kazoo parses the zookeeper.version line;
+// zkraft reports its Go runtime where ZooKeeper reports the JVM.
+func environment() []kv {
+	host, _ := os.Hostname()
+	wd, _ := os.Getwd()
+	osVersion := "<NA>"
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		osVersion = strings.TrimSpace(string(b))
+	}
+	userName, userHome := "<NA>", "<NA>"
+	if u, err := user.Current(); err == nil {
+		userName, userHome = u.Username, u.HomeDir
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	maxMem := ms.HeapSys
+	if lim := debug.SetMemoryLimit(-1); lim > 0 && lim < math.MaxInt64 {
+		maxMem = uint64(lim)
+	}
+	exe, _ := os.Executable()
+	mb := func(n uint64) string { return strconv.FormatUint(n>>20, 10) + "MB" }
+	osName := runtime.GOOS
+	if osName != "" {
+		osName = strings.ToUpper(osName[:1]) + osName[1:]
+	}
+	return []kv{
+		{"zookeeper.version", versionString()},
+		{"host.name", host},
+		{"go.version", runtime.Version()},
+		{"go.compiler", runtime.Compiler},
+		{"go.maxprocs", strconv.Itoa(runtime.GOMAXPROCS(0))},
+		{"go.executable", exe},
+		{"os.tmpdir", os.TempDir()},
+		{"os.name", osName},
+		{"os.arch", runtime.GOARCH},
+		{"os.version", osVersion},
+		{"user.name", userName},
+		{"user.home", userHome},
+		{"user.dir", wd},
+		{"os.memory.free", mb(ms.HeapIdle)},
+		{"os.memory.max", mb(maxMem)},
+		{"os.memory.total", mb(ms.HeapSys)},
+	}
+}
+
+// monitorMetrics is mntr's list: zk_version and zk_server_state first, then
+// the metrics monitoring tools read (ZooKeeper's names), then the request
+// latency summaries, then zkraft's raft figures.
+func (s *Server) monitorMetrics() []kv {
+	v := s.statsView()
 	s.sm.mu.RLock()
 	ephemerals := 0
 	for _, id := range s.sm.tree.EphemeralOwners() {
@@ -197,48 +586,177 @@ func (s *Server) writeMonitor(b *strings.Builder) {
 	dataSize := s.sm.tree.ApproximateDataSize()
 	sessions := s.sm.sessions.Len()
 	s.sm.mu.RUnlock()
-	st := s.node.Status()
-	lines := []struct {
-		k string
-		v any
-	}{
-		{"version", Version + ", built on " + buildDate},
-		{"server_state", s.mode()},
-		{"avg_latency", fmt.Sprintf("%.4f", avg)},
-		{"max_latency", max},
-		{"min_latency", min},
-		{"packets_received", s.stats.received.Load()},
-		{"packets_sent", s.stats.sent.Load()},
-		{"num_alive_connections", nconns},
-		{"outstanding_requests", s.stats.outstanding.Load()},
-		{"znode_count", s.nodeCount()},
-		{"watch_count", sum.Total},
-		{"ephemerals_count", ephemerals},
-		{"approximate_data_size", dataSize},
-		{"uptime", time.Since(s.start).Milliseconds()},
-		{"global_sessions", sessions},
-		{"local_sessions", 0},
-		{"raft_term", st.Term},
-		{"raft_commit_index", st.Commit},
-		{"raft_applied_index", st.Applied},
+	out := []kv{
+		{"version", v.version},
+		{"server_state", v.mode},
+		{"ephemerals_count", int64(ephemerals)},
+		{"num_alive_connections", int64(v.connections)},
+		{"avg_latency", v.avgLatency},
+		{"outstanding_requests", v.outstanding},
+		{"znode_count", int64(v.nodeCount)},
+		{"global_sessions", int64(sessions)},
+		{"non_mtls_remote_conn_count", int64(0)},
+		{"packets_sent", v.sent},
+		{"packets_received", v.received},
+		{"connection_drop_probability", 0.0},
+		{"watch_count", int64(s.watchCount())},
+		{"min_latency", v.minLatency},
 	}
-	for _, l := range lines {
-		fmt.Fprintf(b, "zk_%s\t%v\n", l.k, l.v)
+	open, max, fdOK := fileDescriptors()
+	if fdOK {
+		out = append(out, kv{"max_file_descriptor_count", max})
+	}
+	out = append(out, kv{"approximate_data_size", dataSize})
+	if fdOK {
+		out = append(out, kv{"open_file_descriptor_count", open})
+	}
+	out = append(out,
+		kv{"local_sessions", int64(0)},
+		kv{"uptime", time.Since(s.start).Milliseconds()},
+		kv{"max_latency", v.maxLatency},
+		kv{"outstanding_tls_handshake", int64(0)},
+		kv{"non_mtls_local_conn_count", int64(0)},
+	)
+	if !s.cfg.Standalone() {
+		state := "following - broadcast"
+		if v.mode == "leader" {
+			state = "leading - broadcast"
+		}
+		out = append(out, kv{"peer_state", state})
+	}
+	for _, l := range []struct {
+		name string
+		read bool
+	}{{"readlatency", true}, {"updatelatency", false}} {
+		sum := s.ops.latencySummary(l.read)
+		out = append(out,
+			kv{"avg_" + l.name, sum.avg}, kv{"min_" + l.name, sum.min}, kv{"max_" + l.name, sum.max},
+			kv{"cnt_" + l.name, sum.count}, kv{"sum_" + l.name, sum.sum},
+			kv{"p50_" + l.name, sum.p50}, kv{"p95_" + l.name, sum.p95},
+			kv{"p99_" + l.name, sum.p99}, kv{"p999_" + l.name, sum.p999})
+	}
+	r := s.raftView()
+	out = append(out,
+		kv{"raft_term", r.term},
+		kv{"raft_commit_index", r.commit},
+		kv{"raft_applied_index", r.applied},
+		kv{"raft_last_snapshot_index", r.snapshotIndex},
+		kv{"raft_log_entries", r.logEntries},
+		kv{"raft_first_index", r.firstIndex},
+		kv{"raft_last_index", r.lastIndex},
+		kv{"raft_leader_id", r.leaderID},
+		kv{"raft_is_leader", r.isLeader},
+		kv{"raft_voters", r.voters},
+		kv{"raft_learners", r.learners},
+		kv{"raft_persist_batches", r.persistBatches},
+		kv{"raft_persisted_entries", r.persistedEntries},
+		kv{"raft_snapshot_size", r.snapshotSize},
+		kv{"raft_log_db_size", r.logDBSize},
+	)
+	return out
+}
+
+// raftView is the consensus node's state as mntr and the metrics endpoint
+// report it. Values are int64 so they render like ZooKeeper's gauges.
+type raftView struct {
+	term, commit, applied, snapshotIndex int64
+	logEntries, firstIndex, lastIndex    int64
+	leaderID, isLeader, voters, learners int64
+	persistBatches, persistedEntries     int64
+	snapshotSize, logDBSize              int64
+	snapshotTime                         time.Time // zero when there is no snapshot file
+}
+
+func (s *Server) raftView() raftView {
+	var r raftView
+	if s.node != nil {
+		st := s.node.Status()
+		r = raftView{
+			term: int64(st.Term), commit: int64(st.Commit), applied: int64(st.Applied),
+			snapshotIndex: int64(st.LastSnapshotIndex), logEntries: int64(st.LogEntries),
+			firstIndex: int64(st.FirstIndex), lastIndex: int64(st.LastIndex), leaderID: int64(st.Lead),
+			voters: int64(len(st.Voters)), learners: int64(len(st.Learners)),
+			persistBatches: int64(st.PersistBatches), persistedEntries: int64(st.PersistedEntries),
+		}
+		if st.IsLeader {
+			r.isLeader = 1
+		}
+	}
+	if info, err := os.Stat(filepath.Join(s.cfg.LogDir(), "raft.db")); err == nil {
+		r.logDBSize = info.Size()
+	}
+	// The newest snapshot file (consensus keeps <term>-<index>.snap files).
+	if entries, err := os.ReadDir(filepath.Join(s.cfg.LogDir(), "snap")); err == nil {
+		for _, e := range entries {
+			info, err := e.Info()
+			if err != nil || !strings.HasSuffix(e.Name(), ".snap") || !info.Mode().IsRegular() {
+				continue
+			}
+			if info.ModTime().After(r.snapshotTime) {
+				r.snapshotTime, r.snapshotSize = info.ModTime(), info.Size()
+			}
+		}
+	}
+	return r
+}
+
+// fileDescriptors reads the open and maximum file descriptor counts from
+// /proc (Linux); ok is false elsewhere.
+func fileDescriptors() (open, max int64, ok bool) {
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0, 0, false
+	}
+	b, err := os.ReadFile("/proc/self/limits")
+	if err != nil {
+		return 0, 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "Max open files") {
+			continue
+		}
+		f := strings.Fields(strings.TrimPrefix(line, "Max open files"))
+		if len(f) == 0 {
+			return 0, 0, false
+		}
+		if max, err = strconv.ParseInt(f[0], 10, 64); err != nil {
+			return 0, 0, false
+		}
+		return int64(len(entries)), max, true
+	}
+	return 0, 0, false
+}
+
+// roundAvg rounds an average to 4 decimals, half up, as ZooKeeper's
+// AvgMinMaxCounter does.
+func roundAvg(f float64) float64 { return math.Floor(f*1e4+0.5) / 1e4 }
+
+// javaDouble prints a float as Java's Double.toString does for the values
+// reported here: always with a fraction ("0.0", "4.5").
+func javaDouble(f float64) string {
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".eEnN") {
+		s += ".0"
+	}
+	return s
+}
+
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return javaDouble(x)
+	default:
+		return fmt.Sprint(x)
 	}
 }
 
-func dirSize(dir string) int64 {
-	var total int64
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0
+func sortedKeys[K int64 | string, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && !e.IsDir() {
-			total += info.Size()
-		}
-	}
-	return total
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	return keys
 }
 
 var opNames = map[int32]string{

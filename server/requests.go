@@ -19,9 +19,13 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	xid, op := hdr.Xid, hdr.Type
 	c.stats.lastOp.Store(op)
 	c.stats.lastCxid.Store(xid)
+	if op != jute.OpPing {
+		c.log.Debug().Str("session", sessionHex(c.sessionID)).Int32("xid", xid).Str("op", opName(op)).Msg("request")
+	}
 	switch op {
 	case jute.OpPing:
-		c.pushPing(pingFrame(c.srv.sm.lastZxid.Load()))
+		zxid := c.srv.sm.lastZxid.Load()
+		c.pushPing(pingFrame(zxid), zxid)
 		return true
 	case jute.OpAuth:
 		return c.handleAuth(xid, body)

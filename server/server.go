@@ -49,6 +49,7 @@ type Server struct {
 
 	listener net.Listener
 	stats    serverStats
+	ops      *operability // AdminServer, Prometheus endpoint, request metrics (admin.go, metrics.go)
 
 	// Ensemble state.
 	serving    atomic.Bool // false while no leader with a quorum is known
@@ -90,6 +91,7 @@ func New(cfg Config, log zerolog.Logger) *Server {
 		s.memberSet = map[uint64]Member{cfg.ServerID: {ID: cfg.ServerID, Role: "participant"}}
 	}
 	s.stats.reset()
+	s.ops = newOperability(s)
 	s.sm = newStateMachine(znode.Options{ExtendedTypesEnabled: cfg.ExtendedTypes}, s.watches, s, log)
 	return s
 }
@@ -148,6 +150,11 @@ func (s *Server) Start() error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	s.listener = ln
+	if err := s.ops.start(); err != nil {
+		_ = ln.Close()
+		_ = node.Stop()
+		return err
+	}
 	s.log.Info().Str("addr", ln.Addr().String()).Int64("zxid", s.sm.lastZxid.Load()).
 		Int("sessions", s.sessionCount()).Msg("serving clients")
 	s.wg.Add(3)
@@ -199,6 +206,7 @@ func (s *Server) Stop() error {
 		if s.peerLn != nil {
 			_ = s.peerLn.Close()
 		}
+		s.ops.stop()
 		s.connMu.Lock()
 		for c := range s.conns {
 			c.close()

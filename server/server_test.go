@@ -20,6 +20,7 @@ func startServer(t *testing.T, mutate func(*Config)) *Server {
 	cfg.ClientPortAddress = "127.0.0.1"
 	cfg.DataDir = t.TempDir()
 	cfg.FourLetterWords = map[string]bool{"srvr": true, "ruok": true}
+	cfg.AdminEnabled = false // loopback only: no AdminServer on 0.0.0.0:8080
 	if mutate != nil {
 		mutate(&cfg)
 	}

@@ -108,8 +108,10 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) {
 	}
 	sm.mu.Lock()
 	res, events, closed, expired, config := sm.applyLocked(&e, zxid)
-	sm.lastZxid.Store(zxid)
+	// Events are queued before lastZxid moves: whoever reads zxid Z (a ping,
+	// a read) can rely on every event up to Z being queued already.
 	sm.watches.trigger(events, zxid)
+	sm.lastZxid.Store(zxid)
 	sm.mu.Unlock()
 
 	if e.Type == entryCreateSession && res.Err == 0 {
