@@ -315,6 +315,10 @@ func (s *Server) expiryLoop() {
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
+	// A close proposal can be lost in a leader change; a session still in
+	// the table this long after it was marked closing is proposed again.
+	retryAfter := 2 * time.Duration(s.cfg.ElectionTickMs*20) * time.Millisecond
+	closingSince := map[int64]time.Time{}
 	for {
 		select {
 		case <-s.stopC:
@@ -322,20 +326,44 @@ func (s *Server) expiryLoop() {
 		case <-t.C:
 		}
 		if !s.leader.Load() {
+			clear(closingSince)
 			continue
+		}
+		now := time.Now()
+		closing := map[int64]bool{}
+		for _, id := range s.tracker.Closing() {
+			closing[id] = true
+			since, seen := closingSince[id]
+			if !seen {
+				closingSince[id] = now
+				continue
+			}
+			if _, live := s.sm.session(id); !live || now.Sub(since) < retryAfter {
+				continue
+			}
+			closingSince[id] = now
+			s.log.Warn().Str("session", sessionHex(id)).Msg("session close not applied, proposing it again")
+			s.proposeExpiry(id)
+		}
+		for id := range closingSince {
+			if !closing[id] {
+				delete(closingSince, id)
+			}
 		}
 		for _, id := range s.tracker.Expired() {
 			s.tracker.SetClosing(id)
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := s.propose(ctx, &entry{Type: entryExpireSession, SessionID: id}, nil)
-			cancel()
-			if err != nil {
-				s.log.Warn().Err(err).Str("session", sessionHex(id)).Msg("propose session expiry failed")
-				if sess, ok := s.sm.session(id); ok {
-					s.tracker.Track(id, sess.TimeoutMs) // try again later
-				}
-			}
+			s.proposeExpiry(id)
 		}
+	}
+}
+
+// proposeExpiry proposes the expiry of a session; a failed proposal is
+// retried by the expiry loop (the session stays marked closing).
+func (s *Server) proposeExpiry(id int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.propose(ctx, &entry{Type: entryExpireSession, SessionID: id}, nil); err != nil {
+		s.log.Warn().Err(err).Str("session", sessionHex(id)).Msg("propose session expiry failed")
 	}
 }
 
