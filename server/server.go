@@ -28,12 +28,13 @@ type Server struct {
 	log   zerolog.Logger
 	start time.Time
 
-	sm      *stateMachine
-	node    *consensus.Node
-	watches *watchManager
-	tracker *session.Tracker
-	ids     *session.IDGenerator
-	leader  atomic.Bool
+	sm       *stateMachine
+	node     *consensus.Node
+	watches  *watchManager
+	tracker  *session.Tracker
+	ids      *session.IDGenerator
+	leader   atomic.Bool
+	leaderID atomic.Uint64 // last leader raft reported; 0 = none
 
 	// Proposals waiting for their entry to be applied, keyed by ReqID.
 	waitMu   sync.Mutex
@@ -227,8 +228,10 @@ func (s *Server) sessionCount() int {
 	return s.sm.sessions.Len()
 }
 
-// propose replicates an entry. onApplied, if not nil, runs on the apply
-// goroutine with the entry's result on this member.
+// propose replicates an entry. onApplied, if not nil, runs exactly once: on
+// the apply goroutine with the entry's result on this member, or with
+// ConnectionLoss when a leader change fails the proposal. When propose
+// returns an error, onApplied never runs.
 func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResult)) error {
 	e.Proposer = s.cfg.ServerID
 	e.ReqID = s.reqBase | (s.reqCount.Add(1) & 0xffffffff)
@@ -243,16 +246,42 @@ func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResu
 	enc := jute.NewEncoder(make([]byte, 0, 64+len(e.Body)))
 	e.Encode(enc)
 	if err := s.node.Propose(ctx, enc.Bytes()); err != nil {
-		s.cancelWait(e.ReqID)
+		if onApplied != nil && !s.cancelWait(e.ReqID) {
+			return nil // a leader change already handed the waiter its failure
+		}
 		return fmt.Errorf("propose: %w", err)
 	}
 	return nil
 }
 
-func (s *Server) cancelWait(reqID uint64) {
+// failPendingProposals ends every proposal still waiting for its entry when
+// the leader changes: raft drops proposals forwarded to a leader that died,
+// without telling anyone. Each waiter gets ConnectionLoss, which closes its
+// connection, so the client retries at once, as ZooKeeper's followers drop
+// their clients when they lose the leader. A proposal that did commit is
+// still applied; only its reply is lost, and the per-connection write order
+// keeps any retry from applying out of order.
+func (s *Server) failPendingProposals() {
 	s.waitMu.Lock()
-	delete(s.waiters, reqID)
+	pending := s.waiters
+	s.waiters = map[uint64]func(applyResult){}
 	s.waitMu.Unlock()
+	if len(pending) > 0 {
+		s.log.Info().Int("pending", len(pending)).Msg("leader changed, failing proposals in flight")
+	}
+	for _, fn := range pending {
+		fn(applyResult{Err: errOutOfOrder})
+	}
+}
+
+// cancelWait forgets a waiter; false if it was not registered any more
+// (its result or a failure was already handed to it).
+func (s *Server) cancelWait(reqID uint64) bool {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	_, ok := s.waiters[reqID]
+	delete(s.waiters, reqID)
+	return ok
 }
 
 // applied implements applyHooks: hand the result to the proposer's waiter.
@@ -292,6 +321,9 @@ func (s *Server) sessionClosed(id int64, expired bool) {
 
 func (s *Server) onLeaderChange(isLeader bool, leaderID, term uint64) {
 	was := s.leader.Swap(isLeader)
+	if prev := s.leaderID.Swap(leaderID); prev != 0 && prev != leaderID {
+		s.failPendingProposals()
+	}
 	if isLeader && !was {
 		// A new leader gives every session a fresh timeout, as ZooKeeper does.
 		s.sm.mu.RLock()

@@ -1,6 +1,7 @@
 package zktest
 
 import (
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,15 +30,23 @@ func (s *Server) Connect(t testing.TB, opts ...ConnOption) (*zk.Conn, <-chan zk.
 // ConnectTimeout is Connect with a chosen session timeout.
 func (s *Server) ConnectTimeout(t testing.TB, sessionTimeout time.Duration, opts ...ConnOption) (*zk.Conn, <-chan zk.Event) {
 	t.Helper()
+	return ConnectHosts(t, []string{s.Addr}, sessionTimeout, opts...)
+}
+
+// ConnectHosts is Connect to a list of servers (an ensemble's members):
+// go-zookeeper picks one and moves to another when it fails.
+func ConnectHosts(t testing.TB, hosts []string, sessionTimeout time.Duration, opts ...ConnOption) (*zk.Conn, <-chan zk.Event) {
+	t.Helper()
+	addr := strings.Join(hosts, ",")
 	logger := &testLogger{t: t}
 	all := append([]ConnOption{zk.WithLogger(logger)}, opts...)
-	conn, events, err := zk.Connect([]string{s.Addr}, sessionTimeout, func(c *zk.Conn) {
+	conn, events, err := zk.Connect(hosts, sessionTimeout, func(c *zk.Conn) {
 		for _, o := range all {
 			o(c)
 		}
 	})
 	if err != nil {
-		t.Fatalf("zktest: connect to %s: %v", s.Addr, err)
+		t.Fatalf("zktest: connect to %s: %v", addr, err)
 	}
 	t.Cleanup(func() {
 		conn.Close()
@@ -48,13 +57,13 @@ func (s *Server) ConnectTimeout(t testing.TB, sessionTimeout time.Duration, opts
 		select {
 		case ev, ok := <-events:
 			if !ok {
-				t.Fatalf("zktest: connection to %s closed before a session was established", s.Addr)
+				t.Fatalf("zktest: connection to %s closed before a session was established", addr)
 			}
 			if ev.Type == zk.EventSession && ev.State == zk.StateHasSession {
 				return conn, events
 			}
 		case <-deadline:
-			t.Fatalf("zktest: no session from %s within %v (state %v)", s.Addr, connectTimeout, conn.State())
+			t.Fatalf("zktest: no session from %s within %v (state %v)", addr, connectTimeout, conn.State())
 		}
 	}
 }

@@ -19,6 +19,14 @@
 //   - The process output goes to a file in the server's directory; its tail
 //     is logged when the owning test fails.
 //
+// StartCluster runs an ensemble the same way: each Member has its own
+// directory (zoo.cfg with server.N lines, dataDir/myid, server.log), three
+// free ports (client, peer, election) and the same reaping; StartCluster
+// returns only once exactly one member reports "Mode: leader" and every
+// other one "Mode: follower" (bounded, 30 s). Pause/Resume (SIGSTOP/SIGCONT)
+// simulate a partitioned member; AddMember starts one with --join that
+// waits for a reconfig.
+//
 // The zkraft binary is $ZKRAFT_BIN if set, otherwise it is built once per
 // test process with `go build` into a per-user cache directory (the only
 // process-wide state of this package).

@@ -38,6 +38,9 @@ type Server struct {
 	cfgPath string
 	bin     string
 	args    []string
+	// probe, when set, replaces the readiness check of start (srvr answers
+	// a "Mode:" line); it reports whether the server is ready and what it saw.
+	probe func(s *Server) (bool, string)
 
 	mu   sync.Mutex
 	proc *process
@@ -168,22 +171,31 @@ func (s *Server) waitReady(p *process) error {
 			return fmt.Errorf("%s server exited before serving: %v", s.Target, p.err)
 		default:
 		}
-		// A short deadline: a server still starting may accept a connection
-		// and never answer it.
-		out, err := s.fourLetter("srvr", 500*time.Millisecond)
-		if err == nil && strings.Contains(out, "Mode:") {
+		probe := s.probe
+		if probe == nil {
+			probe = probeMode
+		}
+		ok, seen := probe(s)
+		if ok {
 			return nil
 		}
-		if err != nil {
-			last = err.Error()
-		} else {
-			last = strings.TrimSpace(out)
-		}
+		last = seen
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s server on %s not serving after %v (last srvr: %s)", s.Target, s.Addr, readyTimeout, last)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// probeMode is the default readiness check: srvr answers a "Mode:" line.
+func probeMode(s *Server) (bool, string) {
+	// A short deadline: a server still starting may accept a connection and
+	// never answer it.
+	out, err := s.fourLetter("srvr", 500*time.Millisecond)
+	if err != nil {
+		return false, err.Error()
+	}
+	return strings.Contains(out, "Mode:"), strings.TrimSpace(out)
 }
 
 // current returns the live process, or nil.

@@ -1,0 +1,20 @@
+// Package ensemble holds the tests of zkraft as a replicated ensemble: three
+// or five member processes on loopback (zktest.StartCluster), driven with the
+// go-zookeeper client and the raw jute client of internal/zktest.
+//
+// The tests check what an ensemble promises beyond a single server:
+//   - every acknowledged write survives the crash of any one member, and all
+//     members converge to identical trees (data and every Stat field);
+//   - a minority partition (simulated with SIGSTOP) never serves clients,
+//     while the majority goes on serving writes;
+//   - session liveness reaches the leader from any member, a silent session
+//     expires everywhere, a session moves between members with its id and
+//     password, and a leader change does not expire live sessions;
+//   - a lock recipe keeps mutual exclusion, with strictly increasing fencing
+//     tokens, across a leader crash;
+//   - membership grows and shrinks with reconfig, and /zookeeper/config
+//     lists the current members in ZooKeeper's format.
+//
+// Every wait is bounded. The tests target zkraft; ZKRAFT_TARGETS=apache runs
+// them against Apache ZooKeeper 3.8 to validate the tests themselves.
+package ensemble
