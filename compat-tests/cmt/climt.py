@@ -14,13 +14,11 @@ The C client's own log lines (ZOO_ERROR@... with a timestamp) and the
 a missed deadline raises CheckError.
 """
 
-import os
 import queue
 import re
-import signal
-import subprocess
-import threading
 import time
+
+from suitekit import CheckError, Interactive, get_before, run_once, substitute
 
 CLI_MT = "/usr/lib/zookeeper/bin/cli_mt"
 MARK = "/cmt-suite-marker"
@@ -32,24 +30,15 @@ _TIME = re.compile(r"^time = -?\d+ msec$")
 _SESSION = re.compile(r"^Got a new session id: 0x([0-9a-f]+)$")
 
 
-class CheckError(Exception):
-    """A check's expectation did not hold; the message says how."""
-
-
-class Session:
+class Session(Interactive):
     """One interactive cli_mt process connected to addr."""
 
     def __init__(self, addr, name):
-        self.name = name
         self.n = 0
         self.session_id = None
         self.logs = []
         self.out = queue.Queue()
-        self.proc = subprocess.Popen(
-            [CLI_MT, addr], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, start_new_session=True, text=True, bufsize=1)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        super().__init__([CLI_MT, addr], name, "cli_mt")
 
     def _read(self):
         for raw in self.proc.stdout:
@@ -60,21 +49,9 @@ class Session:
                 self.out.put(line)
         self.out.put(None)
 
-    def send(self, line):
-        """Sends a line without waiting for anything."""
-        self._send(line)
-
-    def _send(self, line):
-        try:
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as e:
-            raise CheckError(f"{self.name}: cli_mt is gone ({e})")
-
     def _next(self, deadline, what, got):
-        left = deadline - time.monotonic()
         try:
-            line = self.out.get(timeout=max(left, 0.001))
+            line = get_before(self.out, deadline)
         except queue.Empty:
             raise CheckError(f"{self.name}: {what} not seen in time; output so far {got}; client log {self.logs[-3:]}")
         if line is None:
@@ -96,8 +73,8 @@ class Session:
         """Sends one command and returns the lines printed until the marker's reply."""
         self.n += 1
         marker_path = f"{MARK}-{self.n}"
-        self._send(command)
-        self._send(f"get {marker_path}")
+        self.send(command)
+        self.send(f"get {marker_path}")
         deadline = time.monotonic() + timeout
         got = []
         what = f"the end of {command!r}"
@@ -120,28 +97,6 @@ class Session:
         if got != want:
             raise CheckError(f"{self.name}: want {want}, got {got}")
 
-    def close(self):
-        """Sends quit (cli_mt closes the session) and reaps the process."""
-        if self.proc.poll() is None:
-            try:
-                self._send("quit")
-            except CheckError:
-                pass
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.reader.join(timeout=5)
-        return self.proc.returncode
-
-    def kill(self):
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(timeout=10)
-
 
 def batch(addr, command, timeout=COMMAND_TIMEOUT):
     """Runs `cli_mt addr cmd:<command>` and returns (exit status, lines).
@@ -149,20 +104,12 @@ def batch(addr, command, timeout=COMMAND_TIMEOUT):
     The banner ("Batch mode: ...", the session event and id), "time = "
     lines and the C client's log lines are dropped.
     """
-    p = subprocess.Popen([CLI_MT, addr, "cmd:" + command], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         start_new_session=True, text=True)
-    try:
-        out, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
-        raise CheckError(f"cli_mt batch {command!r} did not exit within {timeout} s")
-    lines = [l for l in out.splitlines()
+    rc, out = run_once([CLI_MT, addr, "cmd:" + command], timeout, f"cli_mt batch {command!r}")
+    lines = [l for l in out
              if not l.startswith("Batch mode: ")
              and l != "Watcher SESSION_EVENT state = CONNECTED_STATE"
              and not _SESSION.match(l) and not _TIME.match(l) and not _LOG.match(l)]
-    return p.returncode, lines
+    return rc, lines
 
 
 _CTIME = re.compile(r"^\tctime = .+$")
@@ -170,15 +117,12 @@ _MTIME = re.compile(r"^\tmtime=.+$")
 _ZXID = re.compile(r"^\t(czxid|mzxid)=[0-9a-f]+$")
 
 
+_VARYING = [(_CTIME, "\tctime = <time>"), (_MTIME, "\tmtime=<time>"), (_ZXID, r"\t\1=<zxid>")]
+
+
 def normalize(lines):
     """Replaces what legitimately varies between runs: times and zxids."""
-    out = []
-    for l in lines:
-        l = _CTIME.sub("\tctime = <time>", l)
-        l = _MTIME.sub("\tmtime=<time>", l)
-        l = _ZXID.sub(r"\t\1=<zxid>", l)
-        out.append(l)
-    return out
+    return substitute(lines, _VARYING)
 
 
 def stat_lines(version=0, aversion="0", owner="0"):
@@ -198,7 +142,3 @@ def zxids(lines):
         raise CheckError(f"no czxid/mzxid in {lines}")
     return found["czxid"], found["mzxid"]
 
-
-def expect(got, want, what):
-    if got != want:
-        raise CheckError(f"{what}: want {want}, got {got}")

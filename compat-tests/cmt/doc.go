@@ -1,8 +1,8 @@
 // Package cmt holds the compat suite that drives a server through cli_mt,
 // the ZooKeeper 3.8 C client shell (/usr/lib/zookeeper/bin/cli_mt from
-// Debian's zookeeper-bin), from a Python driver (suite.py, climt.py;
-// standard library only); this Go package only has the test that runs it
-// against every zktest target.
+// Debian's zookeeper-bin), from a Python driver (suite.py, climt.py and the
+// shared ../pylib/suitekit.py; standard library only); this Go package only
+// has the test that runs it against every zktest target (zktest.RunSuite).
 //
 // Two interactive cli_mt sessions (commands on stdin) and a few batch runs
 // (cli_mt ADDR cmd:...) check the printed output of create (+e, +s, +es, +c,

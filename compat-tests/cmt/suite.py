@@ -9,41 +9,14 @@ every check passed. Only times and zxids are normalized; the ephemeral owner
 is compared with the session id the client printed.
 """
 
+import os
 import sys
-import time
 
-from climt import CheckError, Session, batch, expect, normalize, stat_lines, zxids
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 
-SUITE_DEADLINE = 80.0
-
-
-class Report:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-        self.start = time.monotonic()
-
-    def check(self, name, fn):
-        if time.monotonic() - self.start > SUITE_DEADLINE:
-            self._fail(name, f"not run: suite time limit of {SUITE_DEADLINE} s reached")
-            return
-        try:
-            fn()
-        except CheckError as e:
-            self._fail(name, str(e))
-        except Exception as e:  # a bug in the check or a crash of the client
-            self._fail(name, f"{type(e).__name__}: {e}")
-        else:
-            self.passed += 1
-            print(f"PASS {name}", flush=True)
-
-    def _fail(self, name, reason):
-        self.failed += 1
-        print(f"FAIL {name}: " + reason.replace("\n", " "), flush=True)
-
-    def summary(self):
-        print(f"{self.passed} passed, {self.failed} failed", flush=True)
-        return 0 if self.failed == 0 else 1
+from climt import Session, batch, normalize, stat_lines, zxids  # noqa: E402
+from suitekit import CheckError, expect, two_session_main  # noqa: E402
 
 
 def created(path, mode, name=None):
@@ -258,23 +231,5 @@ def checks(addr, a, b, base):
     yield "batch mode (cmd:...)", batch_mode
 
 
-def main():
-    if len(sys.argv) != 2:
-        print("usage: suite.py host:port", file=sys.stderr)
-        return 2
-    addr = sys.argv[1]
-    base = "/cmt-" + format(int(time.time() * 1000), "x")
-    report = Report()
-    a = Session(addr, "session A")
-    b = Session(addr, "session B")
-    try:
-        for name, fn in checks(addr, a, b, base):
-            report.check(name, fn)
-    finally:
-        a.close()
-        b.close()
-    return report.summary()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(two_session_main(sys.argv, "/cmt-", Session, checks))

@@ -12,9 +12,9 @@
 //     target.
 //   - Each target gets a fresh server with a short tick (500 ms, so sessions
 //     may be 1-10 s) and a 500 ms container/TTL check interval; the suite run
-//     is bounded by a context timeout.
+//     is bounded by a context timeout (zktest.RunSuite).
 //   - A target passes only if the suite exits 0 and its last stdout line is
-//     "N passed, 0 failed" with N > 0.
+//     "N passed, 0 failed" with N > 0, as many PASS lines and no FAIL line.
 //
 // Run with `go test ./compat-tests/curator/ -count=1 -v`; ZKRAFT_TARGETS=apache
 // limits the run to the reference server.

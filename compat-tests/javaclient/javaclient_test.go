@@ -28,7 +28,7 @@ func TestJavaClientSuite(t *testing.T) {
 				ContainerCheckIntervalMs: 500,
 				SuperDigest:              zktest.DigestACLHash(superUser),
 			})
-			runSuite(t, suiteTimeout, []string{"ZKCOMPAT_SUPER_USER=" + superUser}, script, s.Addr)
+			zktest.RunSuite(t, suiteTimeout, []string{"ZKCOMPAT_SUPER_USER=" + superUser}, script, s.Addr)
 		})
 	}
 }

@@ -7,14 +7,15 @@
 // the recipes: Lock, ReadLock/WriteLock, Semaphore, Election, Barrier,
 // DoubleBarrier, Counter, Party, Queue, LockingQueue, TreeCache), prints
 // "PASS <name>" or "FAIL <name>: <reason>" per check and ends with
-// "N passed, M failed".
+// "N passed, M failed" (that bookkeeping is ../pylib/suitekit.py's Report).
 //
 // Invariants:
 //   - Each target gets its own server (tickTime 500 ms, so expired sessions
 //     go away quickly) started and stopped by zktest.
-//   - The suite runs under a context timeout; the test fails unless the
-//     process exits 0 and its last stdout line is "N passed, 0 failed" with
-//     N > 0. Every line of output is streamed into the test log.
+//   - The suite runs under a context timeout (zktest.RunSuite); the test
+//     fails unless the process exits 0 and its last stdout line is
+//     "N passed, 0 failed" with N > 0, as many PASS lines and no FAIL line.
+//     Every line of output is streamed into the test log.
 //   - The suite itself bounds every wait and each check (a watchdog fails a
 //     check that overruns), so a hang is reported as a failed check.
 //

@@ -24,8 +24,11 @@ import time
 import traceback
 import uuid
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import (
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
+
+from kazoo.client import KazooClient  # noqa: E402
+from kazoo.exceptions import (  # noqa: E402
     AuthFailedError,
     BadArgumentsError,
     InvalidACLError,
@@ -38,10 +41,11 @@ from kazoo.exceptions import (
     RolledBackError,
     RuntimeInconsistency,
 )
-from kazoo.protocol.states import EventType, KazooState
-from kazoo.recipe.cache import TreeCache, TreeEvent
-from kazoo.recipe.lock import Semaphore, WriteLock
-from kazoo.security import OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, make_acl, make_digest_acl
+from kazoo.protocol.states import EventType, KazooState  # noqa: E402
+from kazoo.recipe.cache import TreeCache, TreeEvent  # noqa: E402
+from kazoo.recipe.lock import Semaphore, WriteLock  # noqa: E402
+from kazoo.security import OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, make_acl, make_digest_acl  # noqa: E402
+from suitekit import Report  # noqa: E402
 
 ADDR = None  # set in main
 ROOT = "/kazoo-compat-" + uuid.uuid4().hex[:12]
@@ -1429,7 +1433,7 @@ def main():
         format="%(asctime)s %(threadName)s %(name)s %(levelname)s %(message)s")
     only = set(filter(None, os.environ.get("KAZOO_SUITE_ONLY", "").split(",")))
     suite_deadline = time.monotonic() + SUITE_BUDGET
-    passed = failed = 0
+    report = Report()
     for name, fn, budget in CHECKS:
         if only and name not in only:
             continue
@@ -1441,11 +1445,9 @@ def main():
             reason = run_check(name, fn, min(budget, remaining))
         took = time.monotonic() - started
         if reason is None:
-            passed += 1
-            print("PASS %s" % name, flush=True)
+            report.ok(name)
         else:
-            failed += 1
-            print("FAIL %s: %s" % (name, reason.replace("\n", " ")), flush=True)
+            report.fail(name, reason)
         print("# %s took %.2fs" % (name, took), file=sys.stderr, flush=True)
     # Best-effort cleanup of the suite's tree.
     try:
@@ -1456,8 +1458,7 @@ def main():
         c.close()
     except Exception:  # noqa: BLE001
         pass
-    print("%d passed, %d failed" % (passed, failed), flush=True)
-    return 0 if failed == 0 else 1
+    return report.summary()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 // Package zkcli holds the compat suite that drives a server through
 // ZooKeeper 3.8's shell, /usr/share/zookeeper/bin/zkCli.sh, from a Python
-// driver (suite.py, zkcli_session.py; standard library only); this Go
-// package only has the test that runs it against every zktest target.
+// driver (suite.py, zkcli_session.py and the shared ../pylib/suitekit.py;
+// standard library only); this Go package only has the test that runs it
+// against every zktest target (zktest.RunSuite).
 //
 // The driver keeps two interactive zkCli sessions (commands on stdin) and
 // checks the printed output of create -s/-e/-c/-t, ls (-s, -R, -w), get -s,

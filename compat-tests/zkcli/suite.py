@@ -9,43 +9,14 @@ every check passed. Only zxids, times and session ids are normalized.
 
 import base64
 import hashlib
+import os
 import sys
-import time
 
-from zkcli_session import (CheckError, Session, expect, normalize, oneshot, parse_stat,
-                           stat_lines)
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pylib"))
 
-SUITE_DEADLINE = 80.0
-
-
-class Report:
-    def __init__(self):
-        self.passed = 0
-        self.failed = 0
-        self.start = time.monotonic()
-
-    def check(self, name, fn):
-        if time.monotonic() - self.start > SUITE_DEADLINE:
-            self._fail(name, f"not run: suite time limit of {SUITE_DEADLINE} s reached")
-            return
-        try:
-            fn()
-        except CheckError as e:
-            self._fail(name, str(e))
-        except Exception as e:  # a bug in the check or a crash of the client
-            self._fail(name, f"{type(e).__name__}: {e}")
-        else:
-            self.passed += 1
-            print(f"PASS {name}", flush=True)
-
-    def _fail(self, name, reason):
-        self.failed += 1
-        reason = reason.replace("\n", " ")
-        print(f"FAIL {name}: {reason}", flush=True)
-
-    def summary(self):
-        print(f"{self.passed} passed, {self.failed} failed", flush=True)
-        return 0 if self.failed == 0 else 1
+from suitekit import CheckError, expect, two_session_main  # noqa: E402
+from zkcli_session import Session, normalize, oneshot, parse_stat, stat_lines  # noqa: E402
 
 
 def digest_id(user_password):
@@ -331,23 +302,5 @@ def checks(addr, a, b, base):
     yield "quitting a session deletes its ephemerals", quit_drops_ephemerals
 
 
-def main():
-    if len(sys.argv) != 2:
-        print("usage: suite.py host:port", file=sys.stderr)
-        return 2
-    addr = sys.argv[1]
-    base = "/zkcli-" + format(int(time.time() * 1000), "x")
-    report = Report()
-    a = Session(addr, "session A")
-    b = Session(addr, "session B")
-    try:
-        for name, fn in checks(addr, a, b, base):
-            report.check(name, fn)
-    finally:
-        a.close()
-        b.close()
-    return report.summary()
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(two_session_main(sys.argv, "/zkcli-", Session, checks))

@@ -13,10 +13,9 @@ bounded; a missed deadline raises CheckError.
 import os
 import queue
 import re
-import signal
-import subprocess
-import threading
 import time
+
+from suitekit import CheckError, Interactive, get_before, run_once, substitute
 
 ZKCLI = "/usr/share/zookeeper/bin/zkCli.sh"
 MARK = "/zkcli-suite-marker"
@@ -24,8 +23,7 @@ COMMAND_TIMEOUT = 20.0
 EVENT_TIMEOUT = 15.0
 
 
-class CheckError(Exception):
-    """A check's expectation did not hold; the message says how."""
+_CONNECTED = "WatchedEvent state:SyncConnected type:None path:null"
 
 
 def _env():
@@ -39,20 +37,14 @@ def _noise(line):
     return line.startswith("SLF4J:")
 
 
-class Session:
+class Session(Interactive):
     """One interactive zkCli.sh session connected to addr."""
 
     def __init__(self, addr, name):
-        self.name = name
         self.n = 0
         self.out = queue.Queue()
         self.events = queue.Queue()
-        self.proc = subprocess.Popen(
-            [ZKCLI, "-server", addr],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            env=_env(), start_new_session=True, text=True, bufsize=1)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        super().__init__([ZKCLI, "-server", addr], name, "zkCli", env=_env())
 
     def _read(self):
         # The event thread prints "\nWATCHER::" and "\nWatchedEvent ..." with
@@ -78,23 +70,17 @@ class Session:
                 self.out.put(line)
         self.out.put(None)
 
-    def _send(self, line):
+    def _event(self, deadline, missing):
+        """Returns the next event; raises CheckError(missing) at deadline."""
         try:
-            self.proc.stdin.write(line + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as e:
-            raise CheckError(f"{self.name}: zkCli is gone ({e})")
+            return get_before(self.events, deadline)
+        except queue.Empty:
+            raise CheckError(f"{self.name}: {missing}")
 
     def wait_connected(self):
         deadline = time.monotonic() + EVENT_TIMEOUT
-        while True:
-            left = deadline - time.monotonic()
-            try:
-                e = self.events.get(timeout=max(left, 0.001))
-            except queue.Empty:
-                raise CheckError(f"{self.name}: not connected within {EVENT_TIMEOUT} s")
-            if e == "WatchedEvent state:SyncConnected type:None path:null":
-                break
+        while self._event(deadline, f"not connected within {EVENT_TIMEOUT} s") != _CONNECTED:
+            pass
         # Discard the banner ("Connecting to", "Welcome to ZooKeeper!", ...).
         self.run(None)
 
@@ -104,14 +90,13 @@ class Session:
         marker_path = f"{MARK}-{self.n}"
         marker = f"Node does not exist: {marker_path}"
         if command is not None:
-            self._send(command)
-        self._send(f"ls {marker_path}")
+            self.send(command)
+        self.send(f"ls {marker_path}")
         got = []
         deadline = time.monotonic() + timeout
         while True:
-            left = deadline - time.monotonic()
             try:
-                line = self.out.get(timeout=max(left, 0.001))
+                line = get_before(self.out, deadline)
             except queue.Empty:
                 raise CheckError(f"{self.name}: {command!r} did not finish within {timeout} s; output so far {got}")
             if line is None:
@@ -125,54 +110,21 @@ class Session:
         want = f"WatchedEvent state:SyncConnected type:{etype} path:{path}"
         deadline = time.monotonic() + timeout
         while True:
-            left = deadline - time.monotonic()
-            try:
-                e = self.events.get(timeout=max(left, 0.001))
-            except queue.Empty:
-                raise CheckError(f"{self.name}: no event within {timeout} s, want {want!r}")
-            if e == "WatchedEvent state:SyncConnected type:None path:null":
+            e = self._event(deadline, f"no event within {timeout} s, want {want!r}")
+            if e == _CONNECTED:
                 continue
             if e != want:
                 raise CheckError(f"{self.name}: want {want!r}, got {e!r}")
             return
 
-    def close(self):
-        """Quits (session closed by the server) and reaps the process."""
-        if self.proc.poll() is None:
-            try:
-                self._send("quit")
-            except CheckError:
-                pass
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self.reader.join(timeout=5)
-
-    def kill(self):
-        if self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait(timeout=10)
-
 
 def oneshot(addr, *args, timeout=30.0):
     """Runs `zkCli.sh -server addr args...` and returns (exit status, lines)."""
-    p = subprocess.Popen([ZKCLI, "-server", addr, *args], stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(),
-                         start_new_session=True, text=True)
-    try:
-        out, _ = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
-        raise CheckError(f"zkCli.sh {' '.join(args)} did not exit within {timeout} s")
-    lines = [l for l in out.splitlines()
+    rc, out = run_once([ZKCLI, "-server", addr, *args], timeout, f"zkCli.sh {' '.join(args)}", env=_env())
+    lines = [l for l in out
              if l and l != "WATCHER::" and not l.startswith("WatchedEvent ")
              and not l.startswith("Connecting to ") and not _noise(l)]
-    return p.returncode, lines
+    return rc, lines
 
 
 _ZXID = re.compile(r"^(cZxid|mZxid|pZxid) = 0x[0-9a-f]+$")
@@ -180,15 +132,12 @@ _TIME = re.compile(r"^(ctime|mtime) = .+$")
 _OWNER = re.compile(r"^ephemeralOwner = 0x[0-9a-f]*[1-9a-f][0-9a-f]*$")
 
 
+_VARYING = [(_ZXID, r"\1 = <zxid>"), (_TIME, r"\1 = <time>"), (_OWNER, "ephemeralOwner = <session>")]
+
+
 def normalize(lines):
     """Replaces what legitimately varies between runs: zxids, times, session ids."""
-    out = []
-    for l in lines:
-        l = _ZXID.sub(r"\1 = <zxid>", l)
-        l = _TIME.sub(r"\1 = <time>", l)
-        l = _OWNER.sub("ephemeralOwner = <session>", l)
-        out.append(l)
-    return out
+    return substitute(lines, _VARYING)
 
 
 STAT_FIELDS = ["cZxid", "ctime", "mZxid", "mtime", "pZxid", "cversion", "dataVersion",
@@ -215,7 +164,3 @@ def parse_stat(lines):
         raise CheckError(f"no stat fields {missing} in {lines}")
     return st
 
-
-def expect(got, want, what):
-    if got != want:
-        raise CheckError(f"{what}: want {want}, got {got}")

@@ -24,7 +24,7 @@ func TestZkCliSuite(t *testing.T) {
 		t.Run(string(target), func(t *testing.T) {
 			t.Parallel()
 			s := zktest.Start(t, target, zktest.Options{ContainerCheckIntervalMs: 500})
-			runSuite(t, suiteTimeout, []string{"PYTHONDONTWRITEBYTECODE=1"}, python, script, s.Addr)
+			zktest.RunSuite(t, suiteTimeout, []string{"PYTHONDONTWRITEBYTECODE=1"}, python, script, s.Addr)
 		})
 	}
 }
