@@ -3,6 +3,7 @@ package consensus
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -41,6 +42,10 @@ type TCPConfig struct {
 	Peers      []Peer       // known peers; self is skipped
 	QueueSize  int          // per-peer send queue in messages, default 4096
 	Logger     zerolog.Logger
+	// TLS, when set, secures every connection, inbound and outbound, with
+	// this config (see transport_tls.go): it must carry this member's
+	// certificate and, for mutual authentication, ClientAuth and ClientCAs.
+	TLS *tls.Config
 }
 
 // TCPTransport is a Transport over plain TCP: one persistent outbound
@@ -103,6 +108,7 @@ func (t *TCPTransport) Start(h MessageHandler) error {
 			return fmt.Errorf("listen %s: %w", t.cfg.ListenAddr, err)
 		}
 	}
+	ln = t.wrapListener(ln)
 	t.mu.Lock()
 	t.h, t.ln = h, ln
 	t.mu.Unlock()
@@ -253,6 +259,9 @@ func (t *TCPTransport) readLoop(c net.Conn) {
 		case <-ctx.Done():
 		}
 	}()
+	if !t.handshakeInbound(ctx, c) {
+		return
+	}
 	r := bufio.NewReaderSize(c, 64<<10)
 	h := t.handler()
 	var hdr [frameHeaderSize]byte
@@ -352,7 +361,7 @@ func (p *tcpPeer) run() {
 				drop(f)
 				continue
 			}
-			c, err := net.DialTimeout("tcp", p.addr, defaultDialTimeout)
+			c, err := p.t.dial(p.addr)
 			if err != nil {
 				fail(f, err)
 				continue

@@ -71,6 +71,22 @@ type Config struct {
 	MetricsPort      int
 	MetricsExportJvm bool
 	InitialConfig    string // the zoo.cfg text Load read, for the icfg command
+
+	// TLS (tls.go): secureClientPort, secureClientPortAddress, the ssl.*
+	// keys (clients) and, with sslQuorum=true, the ssl.quorum.* keys
+	// (members). ClientPort < 0 means no plain client listener, as when a
+	// zoo.cfg sets secureClientPort and no clientPort.
+	SecureClientPort        int
+	SecureClientPortAddress string
+	ClientTLS               TLSSettings
+	SSLQuorum               bool
+	QuorumTLS               TLSSettings
+	// X509AuthProvider is set by authProvider.x509 naming ZooKeeper's
+	// X509AuthenticationProvider; X509SuperUser is
+	// X509AuthenticationProvider.superUser (a DN that gets the super id).
+	X509AuthProvider bool
+	X509SuperUser    string
+	clientPortSet    bool // the zoo.cfg had a clientPort line
 }
 
 // Resolve finishes a configuration after every override: in an ensemble it
@@ -171,6 +187,7 @@ func Load(path string, log zerolog.Logger) (Config, error) {
 		return cfg, fmt.Errorf("read config: %w", err)
 	}
 	cfg.InitialConfig = raw.String()
+	cfg.resolveClientPorts()
 	return cfg, nil
 }
 
@@ -193,6 +210,7 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 			return fmt.Errorf("must be a port number, got %q", value)
 		}
 		c.ClientPort = n
+		c.clientPortSet = true
 	case "clientPortAddress":
 		c.ClientPortAddress = value
 	case "maxClientCnxns":
@@ -322,6 +340,9 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 		}
 		c.MetricsExportJvm = b
 	default:
+		if ok, err := c.setTLSKey(key, value, log); ok {
+			return err
+		}
 		if strings.HasPrefix(key, "server.") {
 			id, err := strconv.ParseUint(strings.TrimPrefix(key, "server."), 10, 64)
 			if err != nil || id == 0 || id > 254 {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -85,7 +86,14 @@ func (s *Server) livenessSender() {
 			conn = nil
 		}
 		if conn == nil {
-			c, err := net.DialTimeout("tcp", m.ElectionAddr(), period)
+			var c net.Conn
+			var err error
+			if s.quorumTLS != nil {
+				d := tls.Dialer{NetDialer: &net.Dialer{Timeout: period}, Config: s.quorumTLS}
+				c, err = d.Dial("tcp", m.ElectionAddr())
+			} else {
+				c, err = net.DialTimeout("tcp", m.ElectionAddr(), period)
+			}
 			if err != nil {
 				s.log.Debug().Err(err).Uint64("leader", lead).Msg("liveness channel to leader unavailable")
 				continue

@@ -457,7 +457,7 @@ func (s *Server) configuration() []kv {
 	minMs, maxMs := s.cfg.SessionBounds()
 	dataSize, logSize := s.dirSizes()
 	out := []kv{
-		{"clientPort", int64(s.clientPort())}, {"secureClientPort", int64(-1)},
+		{"clientPort", int64(s.clientPort())}, {"secureClientPort", int64(s.secureClientPort())},
 		{"dataDir", s.cfg.DataDir}, {"dataDirSize", dataSize},
 		{"dataLogDir", s.cfg.LogDir()}, {"dataLogSize", logSize},
 		{"tickTime", int64(s.cfg.TickTimeMs)}, {"maxClientCnxns", int64(s.cfg.MaxClientCnxns)},

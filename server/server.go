@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -48,9 +49,14 @@ type Server struct {
 	perIP    map[string]int
 	nextConn atomic.Uint64
 
-	listener net.Listener
+	listener net.Listener // nil when clientPort < 0 (TLS clients only)
 	stats    serverStats
 	ops      *operability // AdminServer, Prometheus endpoint, request metrics (admin.go, metrics.go)
+
+	// TLS (tls.go, tls_listen.go): nil when not configured.
+	secureLn  net.Listener
+	clientTLS *tls.Config
+	quorumTLS *tls.Config
 
 	// Ensemble state.
 	serving    atomic.Bool // false while no leader with a quorum is known
@@ -93,13 +99,17 @@ func New(cfg Config, log zerolog.Logger) *Server {
 	}
 	s.stats.reset()
 	s.ops = newOperability(s)
-	s.sm = newStateMachine(znode.Options{ExtendedTypesEnabled: cfg.ExtendedTypes}, s.watches, s, log)
+	s.sm = newStateMachine(znode.Options{ExtendedTypesEnabled: cfg.ExtendedTypes, X509Enabled: cfg.X509Enabled()},
+		s.watches, s, log)
 	return s
 }
 
 // Start opens storage, replays the log, waits until every committed entry is
 // applied, then listens for clients.
 func (s *Server) Start() error {
+	if err := s.setupTLS(); err != nil {
+		return err
+	}
 	for _, dir := range []string{s.cfg.DataDir, s.cfg.LogDir()} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create data dir: %w", err)
@@ -122,9 +132,13 @@ func (s *Server) Start() error {
 		ccfg.Peers = consensusPeers(s.cfg.Members)
 		s.transport = consensus.NewTCPTransport(consensus.TCPConfig{
 			ID: s.cfg.ServerID, ListenAddr: self.PeerAddr(), Peers: ccfg.Peers, Logger: s.log,
+			TLS: s.quorumTLS,
 		})
 		ccfg.Transport = s.transport
 		ln, err := net.Listen("tcp", self.ElectionAddr())
+		if err == nil && s.quorumTLS != nil {
+			ln = tls.NewListener(ln, s.quorumTLS) // sslQuorum covers the liveness channel too
+		}
 		if err != nil {
 			return fmt.Errorf("listen on election port %s: %w", self.ElectionAddr(), err)
 		}
@@ -144,22 +158,40 @@ func (s *Server) Start() error {
 		_ = node.Stop()
 		return fmt.Errorf("wait for log replay: %w", err)
 	}
-	addr := net.JoinHostPort(s.cfg.ClientPortAddress, strconv.Itoa(s.cfg.ClientPort))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		_ = node.Stop()
-		return fmt.Errorf("listen on %s: %w", addr, err)
+	if s.cfg.ClientPort >= 0 {
+		addr := net.JoinHostPort(s.cfg.ClientPortAddress, strconv.Itoa(s.cfg.ClientPort))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			_ = node.Stop()
+			return fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		s.listener = ln
 	}
-	s.listener = ln
-	if err := s.ops.start(); err != nil {
-		_ = ln.Close()
+	closeListeners := func() {
+		if s.listener != nil {
+			_ = s.listener.Close()
+		}
+		if s.secureLn != nil {
+			_ = s.secureLn.Close()
+		}
+	}
+	if err := s.listenSecure(); err != nil {
+		closeListeners()
 		_ = node.Stop()
 		return err
 	}
-	s.log.Info().Str("addr", ln.Addr().String()).Int64("zxid", s.sm.lastZxid.Load()).
-		Int("sessions", s.sessionCount()).Msg("serving clients")
-	s.wg.Add(3)
-	go s.acceptLoop()
+	if err := s.ops.start(); err != nil {
+		closeListeners()
+		_ = node.Stop()
+		return err
+	}
+	if s.listener != nil {
+		s.log.Info().Str("addr", s.listener.Addr().String()).Int64("zxid", s.sm.lastZxid.Load()).
+			Int("sessions", s.sessionCount()).Msg("serving clients")
+		s.wg.Add(1)
+		go s.acceptLoop()
+	}
+	s.wg.Add(2)
 	go s.expiryLoop()
 	go s.containerLoop()
 	if s.peerLn != nil {
@@ -189,8 +221,14 @@ func waitCaughtUp(ctx context.Context, node *consensus.Node) error {
 	}
 }
 
-// Addr is the client listener's address.
-func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+// Addr is the client listener's address; nil when there is only a secure
+// client port (see SecureAddr).
+func (s *Server) Addr() net.Addr {
+	if s.listener == nil {
+		return nil
+	}
+	return s.listener.Addr()
+}
 
 // Done is closed when the server stopped or its consensus node failed.
 func (s *Server) Done() <-chan struct{} { return s.node.Done() }
@@ -203,6 +241,9 @@ func (s *Server) Stop() error {
 		close(s.stopC)
 		if s.listener != nil {
 			_ = s.listener.Close()
+		}
+		if s.secureLn != nil {
+			_ = s.secureLn.Close()
 		}
 		if s.peerLn != nil {
 			_ = s.peerLn.Close()

@@ -18,6 +18,7 @@ const (
 	schemeDigest = "digest"
 	schemeIP     = "ip"
 	schemeSuper  = "super"
+	schemeX509   = "x509"
 	idAnyone     = "anyone"
 )
 
@@ -27,8 +28,8 @@ var openEntry = jute.ACL{Perms: jute.PermAll, ID: jute.Id{Scheme: schemeWorld, I
 // CheckACL reports whether ids may do perm on a node with acl
 // (ZooKeeperServer.checkACL): an empty acl allows everything; an id with
 // scheme "super" allows everything; otherwise some entry must carry a bit of
-// perm and match one of ids: world:anyone matches all, digest ids match
-// exactly, ip entries match addresses with an optional /bits prefix (IPv4
+// perm and match one of ids: world:anyone matches all, digest and x509 ids
+// match exactly, ip entries match addresses with an optional /bits prefix (IPv4
 // and IPv6).
 func CheckACL(acl []jute.ACL, perm int32, ids []jute.Id) bool {
 	if len(acl) == 0 {
@@ -51,7 +52,7 @@ func CheckACL(acl []jute.ACL, perm int32, ids []jute.Id) bool {
 				continue
 			}
 			switch id.Scheme {
-			case schemeDigest:
+			case schemeDigest, schemeX509:
 				if id.ID == a.ID.ID {
 					return true
 				}
@@ -78,7 +79,7 @@ func DigestID(userColonPassword string) string {
 // (PrepRequestProcessor.fixupACL). Duplicates are removed first (before
 // expansion, as ZooKeeper does). It returns false for an invalid list.
 // The result never aliases acl, so the caller's slice may be reused.
-func fixupACL(acl []jute.ACL, auth []jute.Id, open []jute.ACL) ([]jute.ACL, bool) {
+func fixupACL(acl []jute.ACL, auth []jute.Id, open []jute.ACL, x509 bool) ([]jute.ACL, bool) {
 	if len(acl) == 0 {
 		return nil, false
 	}
@@ -101,7 +102,7 @@ func fixupACL(acl []jute.ACL, auth []jute.Id, open []jute.ACL) ([]jute.ACL, bool
 		case schemeAuth:
 			found := false
 			for _, id := range auth {
-				if id.Scheme == schemeDigest { // providers that authenticate
+				if id.Scheme == schemeDigest || (x509 && id.Scheme == schemeX509) { // providers that authenticate
 					out = append(out, jute.ACL{Perms: a.Perms, ID: id})
 					found = true
 				}
@@ -116,6 +117,10 @@ func fixupACL(acl []jute.ACL, auth []jute.Id, open []jute.ACL) ([]jute.ACL, bool
 			}
 		case schemeIP:
 			if !validIPID(a.ID.ID) {
+				return nil, false
+			}
+		case schemeX509:
+			if !x509 || !validDN(a.ID.ID) {
 				return nil, false
 			}
 		default:
@@ -212,4 +217,19 @@ func addrBytes(s string) []byte {
 	}
 	b := a.As16()
 	return b[:]
+}
+
+// validDN is a light form of X509AuthenticationProvider.isValid (an X.500
+// name): non-empty, each comma-separated part an attribute=value pair.
+func validDN(dn string) bool {
+	if dn == "" {
+		return false
+	}
+	for _, part := range strings.Split(dn, ",") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok || strings.TrimSpace(k) == "" || v == "" {
+			return false
+		}
+	}
+	return true
 }

@@ -91,7 +91,7 @@ func TestFixupACL(t *testing.T) {
 		{"duplicates removed", []jute.ACL{acl(1, "ip", "1.2.3.4"), acl(1, "ip", "1.2.3.4"), acl(2, "ip", "1.2.3.4")}, nil,
 			[]jute.ACL{acl(1, "ip", "1.2.3.4"), acl(2, "ip", "1.2.3.4")}},
 	} {
-		got, ok := fixupACL(tt.acl, tt.auth, tree.open)
+		got, ok := fixupACL(tt.acl, tt.auth, tree.open, false)
 		if tt.want == nil {
 			require.False(t, ok, tt.name)
 			continue
@@ -128,4 +128,36 @@ func TestAuthACLStoredExpanded(t *testing.T) {
 	require.True(t, allowed)
 	exists, _ = tree.CheckPermission("/nope", jute.PermRead, []jute.Id{bob})
 	require.False(t, exists)
+}
+
+func TestFixupACLX509(t *testing.T) {
+	bob := jute.Id{Scheme: "digest", ID: DigestID("bob:secret")}
+	tree := mustNewTree(t)
+	for _, tt := range []struct {
+		name string
+		acl  []jute.ACL
+		auth []jute.Id
+		want []jute.ACL // nil: invalid
+		x509 bool       // authProvider.x509 configured
+	}{
+		{"x509 without the provider", []jute.ACL{acl(1, "x509", "CN=a,O=b")}, nil, nil, false},
+		{"x509 ok", []jute.ACL{acl(1, "x509", "CN=a,O=b")}, nil, []jute.ACL{acl(1, "x509", "CN=a,O=b")}, true},
+		{"x509 not a DN", []jute.ACL{acl(1, "x509", "just text")}, nil, nil, true},
+		{"auth expands x509 and digest", []jute.ACL{acl(3, "auth", "")},
+			[]jute.Id{local[0], {Scheme: "x509", ID: "CN=a"}, bob},
+			[]jute.ACL{{Perms: 3, ID: jute.Id{Scheme: "x509", ID: "CN=a"}}, {Perms: 3, ID: bob}}, true},
+		{"auth ignores x509 without the provider", []jute.ACL{acl(3, "auth", "")},
+			[]jute.Id{{Scheme: "x509", ID: "CN=a"}}, nil, false},
+	} {
+		got, ok := fixupACL(tt.acl, tt.auth, tree.open, tt.x509)
+		if tt.want == nil {
+			require.False(t, ok, tt.name)
+			continue
+		}
+		require.True(t, ok, tt.name)
+		require.Equal(t, tt.want, got, tt.name)
+	}
+	x := []jute.Id{{Scheme: "x509", ID: "CN=a,O=b"}}
+	require.True(t, CheckACL([]jute.ACL{acl(1, "x509", "CN=a,O=b")}, jute.PermRead, x))
+	require.False(t, CheckACL([]jute.ACL{acl(1, "x509", "CN=a,O=c")}, jute.PermRead, x))
 }

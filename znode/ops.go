@@ -38,7 +38,7 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 		return "", jute.Stat{}, ev, jute.ErrBadArguments
 	}
 	parentPath := parentOf(path, i)
-	stored, ok := fixupACL(acl, ctx.Auth, t.open)
+	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.opts.X509Enabled)
 	if !ok {
 		return "", jute.Stat{}, ev, jute.ErrInvalidACL
 	}
@@ -168,7 +168,7 @@ func (t *Tree) setACL(ctx *TxnContext, path string, acl []jute.ACL, version int3
 	if ValidatePath(path) != nil {
 		return jute.Stat{}, jute.ErrBadArguments
 	}
-	stored, ok := fixupACL(acl, ctx.Auth, t.open)
+	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.opts.X509Enabled)
 	if !ok {
 		return jute.Stat{}, jute.ErrInvalidACL
 	}

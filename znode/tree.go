@@ -10,6 +10,10 @@ type Options struct {
 	// (zookeeper.extendedTypesEnabled). When false, TTL modes give
 	// Unimplemented (-6).
 	ExtendedTypesEnabled bool
+	// X509Enabled makes "x509:<subject DN>" a valid ACL id and an
+	// authenticated identity for the "auth" scheme, as ZooKeeper's
+	// authProvider.x509 does. Every member of an ensemble must agree on it.
+	X509Enabled bool
 }
 
 // Tree is the ZooKeeper data tree. See the package documentation for its

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// The secure client port serves the same protocol as the plain one, over
+// TLS. A connection counts against maxClientCnxns and is closed by Stop from
+// the moment it is accepted; its handshake must finish within
+// tlsHandshakeTimeout, then it gets its x509 identity and is served like any
+// other connection. A failed handshake (bad or missing certificate, wrong
+// protocol) closes only that connection.
+
+// tlsHandshakeTimeout bounds a client's TLS handshake (ZooKeeper drops a
+// connection that sends nothing within 10 s as well).
+const tlsHandshakeTimeout = 10 * time.Second
+
+// listenSecure opens the TLS client listener when secureClientPort is set.
+func (s *Server) listenSecure() error {
+	if s.clientTLS == nil {
+		return nil
+	}
+	addr := s.cfg.secureClientAddr()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on secure client port %s: %w", addr, err)
+	}
+	s.secureLn = ln
+	s.log.Info().Str("addr", ln.Addr().String()).Str("client_auth", s.clientTLS.ClientAuth.String()).
+		Msg("serving TLS clients")
+	s.wg.Add(1)
+	go s.secureAcceptLoop(ln)
+	return nil
+}
+
+// SecureAddr is the TLS client listener's address; nil without one.
+func (s *Server) SecureAddr() net.Addr {
+	if s.secureLn == nil {
+		return nil
+	}
+	return s.secureLn.Addr()
+}
+
+// secureClientPort is the port of the TLS listener, or -1 (conf's value).
+func (s *Server) secureClientPort() int {
+	if a, ok := s.SecureAddr().(*net.TCPAddr); ok {
+		return a.Port
+	}
+	return -1
+}
+
+func (s *Server) secureAcceptLoop(ln net.Listener) {
+	defer s.wg.Done()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn().Err(err).Msg("secure accept failed")
+			select {
+			case <-s.stopC:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		tc := tls.Server(nc, s.clientTLS)
+		c := newConn(s, tc)
+		if !s.addConn(c) {
+			_ = nc.Close()
+			continue
+		}
+		go s.serveTLS(c, tc)
+	}
+}
+
+// serveTLS completes the handshake, adds the certificate's identity and
+// serves the connection.
+func (s *Server) serveTLS(c *conn, tc *tls.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
+	go func() {
+		select {
+		case <-c.done: // Stop closed the connection
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	err := tc.HandshakeContext(ctx)
+	cancel()
+	if err != nil {
+		c.log.Info().Err(err).Msg("client TLS handshake failed, closing connection")
+		c.close()
+		s.dropConn(c)
+		return
+	}
+	if err := s.addCertIdentity(c, tc.ConnectionState()); err != nil {
+		c.log.Warn().Err(err).Msg("client certificate has no usable subject, closing connection")
+		c.close()
+		s.dropConn(c)
+		return
+	}
+	c.serve()
+}
+
+// addCertIdentity adds x509:<subject DN> to the connection's ids when the
+// client presented a verified certificate, and super when that DN is
+// X509AuthenticationProvider.superUser (ZooKeeper's X509AuthenticationProvider).
+func (s *Server) addCertIdentity(c *conn, cs tls.ConnectionState) error {
+	if len(cs.PeerCertificates) == 0 || len(cs.VerifiedChains) == 0 {
+		return nil // clientAuth none or want: no identity beyond ip
+	}
+	dn, err := x509ID(cs.PeerCertificates[0].RawSubject)
+	if err != nil {
+		return err
+	}
+	ids := append([]jute.Id(nil), *c.authIDs.Load()...)
+	ids = append(ids, jute.Id{Scheme: "x509", ID: dn})
+	if s.cfg.X509SuperUser != "" && dn == s.cfg.X509SuperUser {
+		ids = append(ids, jute.Id{Scheme: "super", ID: dn})
+	}
+	c.authIDs.Store(&ids)
+	c.log.Debug().Str("x509", dn).Msg("client authenticated by certificate")
+	return nil
+}
