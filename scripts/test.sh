@@ -14,7 +14,7 @@ go vet ./...
 go tool staticcheck ./...
 
 echo "== unit tests"
-go test -race -count=1 -timeout 10m ./jute/... ./znode/... ./session/... ./consensus/... ./server/...
+go test -race -count=1 -timeout 10m $(go list ./... | grep -v /compat-tests/)
 
 if [ "${1:-}" != quick ]; then
   echo "== fuzzing (bounded)"
@@ -27,5 +27,5 @@ if [ "${1:-}" != quick ]; then
   done
 fi
 
-echo "== integration: go-zookeeper against zkraft and Apache ZooKeeper 3.8"
+echo "== integration: real clients against zkraft and Apache ZooKeeper 3.8, ensembles, TLS, differential"
 go test -count=1 -timeout 15m ./compat-tests/...
