@@ -437,6 +437,11 @@ func (c *conn) answer(it *item) bool {
 		return false
 	}
 	if len(c.items) == 0 {
+		// Idle: the next request is not proposed yet, so its zxid will be
+		// above every event queued now; they may all go.
+		if !c.flushOOB(-1) {
+			return false
+		}
 		return c.bw.Flush() == nil
 	}
 	return true

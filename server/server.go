@@ -360,6 +360,23 @@ func (s *Server) sessionClosed(id int64, expired bool) {
 	s.log.Info().Str("session", sessionHex(id)).Msg("session expired")
 }
 
+// stateReplaced implements applyHooks. A member that installs a snapshot
+// while serving (it lagged behind the leader's log) closes its client
+// connections: their watches were set on the old tree and the snapshot's
+// changes fire no events. Clients reconnect and setWatches re-checks every
+// watch against the new tree.
+func (s *Server) stateReplaced() {
+	s.connMu.Lock()
+	n := len(s.conns)
+	for c := range s.conns {
+		c.close()
+	}
+	s.connMu.Unlock()
+	if n > 0 {
+		s.log.Info().Int("connections", n).Msg("state replaced by a snapshot, client connections closed")
+	}
+}
+
 func (s *Server) onLeaderChange(isLeader bool, leaderID, term uint64) {
 	was := s.leader.Swap(isLeader)
 	if prev := s.leaderID.Swap(leaderID); prev != 0 && prev != leaderID {

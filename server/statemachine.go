@@ -55,6 +55,9 @@ type applyHooks interface {
 	sessionCreated(s session.Session)
 	sessionClosed(id int64, expired bool)
 	configChanged(data []byte)
+	// stateReplaced runs when a snapshot replaced the whole state: watches
+	// registered on the old tree can no longer fire correctly.
+	stateReplaced()
 }
 
 // stateMachine is zkraft's replicated state: the data tree and the session
@@ -330,6 +333,7 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	sm.tree, sm.sessions, sm.order = tree, sessions, order
 	sm.lastZxid.Store(int64(index))
 	sm.mu.Unlock()
+	sm.hooks.stateReplaced()
 	for _, s := range sessions.All() {
 		sm.hooks.sessionCreated(s)
 	}

@@ -16,6 +16,7 @@ type nopHooks struct{ results []applyResult }
 func (h *nopHooks) applied(_ *entry, r applyResult)  { h.results = append(h.results, r) }
 func (h *nopHooks) sessionCreated(session.Session)   {}
 func (h *nopHooks) sessionClosed(id int64, exp bool) {}
+func (h *nopHooks) stateReplaced()                   {}
 func (h *nopHooks) configChanged([]byte)             {}
 
 type testSM struct {

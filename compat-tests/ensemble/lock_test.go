@@ -98,6 +98,10 @@ func fencingToken(conn *zk.Conn, dir string) (int64, error) {
 // quota of acquisitions. A client whose Lock or Unlock fails (connection
 // lost, outcome unknown) closes its session, so its lock node goes, and
 // starts over with a new one.
+// lockStall bounds one Lock() call: far above a leader change plus a
+// session timeout, far below the test's deadline.
+const lockStall = 30 * time.Second
+
 func TestLockSafety(t *testing.T) {
 	eachTarget(t, func(t *testing.T, target zktest.Target) {
 		const clients, quota = 8, 6
@@ -130,7 +134,17 @@ func TestLockSafety(t *testing.T) {
 				}
 				for remaining[i-1].Load() > 0 && time.Now().Before(deadline) {
 					l := zk.NewLock(conn, "/lock", openACL)
-					if err := l.Lock(); err != nil {
+					// go-zookeeper's Lock waits without a bound for the watch on
+					// the node ahead of it. A wait past lockStall means a lost
+					// event: record it, and close the connection to unblock it.
+					current := conn
+					stalled := time.AfterFunc(lockStall, func() {
+						cs.violation("client %d: Lock() waited over %v (a watch event never came)", i, lockStall)
+						current.Close()
+					})
+					err := l.Lock()
+					stalled.Stop()
+					if err != nil {
 						restart()
 						continue
 					}
