@@ -8,15 +8,17 @@ import (
 	"time"
 )
 
-func (s *Server) acceptLoop() {
+// acceptLoop accepts client connections on ln until it is closed; start
+// registers and runs each one (plain or TLS).
+func (s *Server) acceptLoop(ln net.Listener, start func(nc net.Conn)) {
 	defer s.wg.Done()
 	for {
-		nc, err := s.listener.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			s.log.Warn().Err(err).Msg("accept failed")
+			s.log.Warn().Err(err).Str("addr", ln.Addr().String()).Msg("accept failed")
 			select {
 			case <-s.stopC:
 				return
@@ -27,13 +29,18 @@ func (s *Server) acceptLoop() {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		c := newConn(s, nc)
-		if !s.addConn(c) {
-			_ = nc.Close()
-			continue
-		}
-		go c.serve()
+		start(nc)
 	}
+}
+
+// startPlain registers and serves a connection of the plain client port.
+func (s *Server) startPlain(nc net.Conn) {
+	c := newConn(s, nc)
+	if !s.addConn(c) {
+		_ = nc.Close()
+		return
+	}
+	go c.serve()
 }
 
 // addConn registers a connection, enforcing maxClientCnxns per client IP.

@@ -189,7 +189,7 @@ func (s *Server) Start() error {
 		s.log.Info().Str("addr", s.listener.Addr().String()).Int64("zxid", s.sm.lastZxid.Load()).
 			Int("sessions", s.sessionCount()).Msg("serving clients")
 		s.wg.Add(1)
-		go s.acceptLoop()
+		go s.acceptLoop(s.listener, s.startPlain)
 	}
 	s.wg.Add(2)
 	go s.expiryLoop()

@@ -2,6 +2,8 @@ package server
 
 import (
 	"encoding/binary"
+	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -121,4 +123,50 @@ func TestConnectionLimitPerIP(t *testing.T) {
 	dial(t, s)
 	_, _, err := zktest.DialRawRequest(s.Addr().String(), jute.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})
 	require.Error(t, err, "third connection from one address must be refused")
+}
+
+// startEnsemble runs n in-process members on free loopback ports and
+// returns them once every Start returned; mutate adjusts each member's
+// config. Cleanup stops them all.
+func startEnsemble(t *testing.T, n int, mutate func(cfg *Config)) ([]*Server, map[uint64]Member) {
+	t.Helper()
+	ports := make([]int, 0, 3*n)
+	for range 3 * n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		require.NoError(t, ln.Close())
+	}
+	members := map[uint64]Member{}
+	for i := uint64(1); i <= uint64(n); i++ {
+		p := ports[(i-1)*3:]
+		members[i] = Member{ID: i, Host: "127.0.0.1", PeerPort: p[0], ElectionPort: p[1], Role: "participant",
+			ClientAddr: fmt.Sprintf("127.0.0.1:%d", p[2])}
+	}
+	servers := make([]*Server, n)
+	errs := make(chan error, n)
+	for i := range servers {
+		cfg := Default()
+		cfg.AdminEnabled = false
+		cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", ports[i*3+2]
+		cfg.DataDir = t.TempDir()
+		cfg.ServerID = uint64(i + 1)
+		cfg.Members = members
+		cfg.ElectionTickMs = 20
+		if mutate != nil {
+			mutate(&cfg)
+		}
+		s := New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+		servers[i] = s
+		go func() { errs <- s.Start() }()
+	}
+	for range servers {
+		require.NoError(t, <-errs)
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			_ = s.Stop()
+		}
+	})
+	return servers, members
 }

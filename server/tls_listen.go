@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -36,7 +35,7 @@ func (s *Server) listenSecure() error {
 	s.log.Info().Str("addr", ln.Addr().String()).Str("client_auth", s.clientTLS.ClientAuth.String()).
 		Msg("serving TLS clients")
 	s.wg.Add(1)
-	go s.secureAcceptLoop(ln)
+	go s.acceptLoop(ln, s.startTLS)
 	return nil
 }
 
@@ -56,33 +55,16 @@ func (s *Server) secureClientPort() int {
 	return -1
 }
 
-func (s *Server) secureAcceptLoop(ln net.Listener) {
-	defer s.wg.Done()
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			s.log.Warn().Err(err).Msg("secure accept failed")
-			select {
-			case <-s.stopC:
-				return
-			case <-time.After(50 * time.Millisecond):
-			}
-			continue
-		}
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
-		tc := tls.Server(nc, s.clientTLS)
-		c := newConn(s, tc)
-		if !s.addConn(c) {
-			_ = nc.Close()
-			continue
-		}
-		go s.serveTLS(c, tc)
+// startTLS registers a connection of the secure client port and serves it
+// once its handshake is done.
+func (s *Server) startTLS(nc net.Conn) {
+	tc := tls.Server(nc, s.clientTLS)
+	c := newConn(s, tc)
+	if !s.addConn(c) {
+		_ = nc.Close()
+		return
 	}
+	go s.serveTLS(c, tc)
 }
 
 // serveTLS completes the handshake, adds the certificate's identity and

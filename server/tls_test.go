@@ -555,42 +555,9 @@ func TestEncryptedKeyStore(t *testing.T) {
 // it over TLS; a write on one member is then read on another.
 func TestTLSQuorum(t *testing.T) {
 	f := newTLSFixture(t)
-	ports := make([]int, 0, 9)
-	for range 9 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-		require.NoError(t, ln.Close())
-	}
-	members := map[uint64]Member{}
-	for i := uint64(1); i <= 3; i++ {
-		p := ports[(i-1)*3:]
-		members[i] = Member{ID: i, Host: "127.0.0.1", PeerPort: p[0], ElectionPort: p[1], Role: "participant",
-			ClientAddr: fmt.Sprintf("127.0.0.1:%d", p[2])}
-	}
-	servers := make([]*Server, 3)
-	errs := make(chan error, 3)
-	for i := range servers {
-		cfg := Default()
-		cfg.AdminEnabled = false
-		cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", ports[i*3+2]
-		cfg.DataDir = t.TempDir()
-		cfg.ServerID = uint64(i + 1)
-		cfg.Members = members
-		cfg.ElectionTickMs = 20
+	servers, _ := startEnsemble(t, 3, func(cfg *Config) {
 		cfg.SSLQuorum = true
 		cfg.QuorumTLS = TLSSettings{KeyStoreLocation: f.serverKS, TrustStoreLocation: f.trust}
-		s := New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
-		servers[i] = s
-		go func() { errs <- s.Start() }()
-	}
-	for range servers {
-		require.NoError(t, <-errs)
-	}
-	t.Cleanup(func() {
-		for _, s := range servers {
-			_ = s.Stop()
-		}
 	})
 	for _, s := range servers {
 		require.NotNil(t, s.quorumTLS)
