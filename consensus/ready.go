@@ -166,15 +166,8 @@ func (n *Node) applyCommitted(ents []*pb.Entry) error {
 		// has been compacted a new member can only join through a
 		// snapshot, so take a fresh one at the end of this Ready.
 		n.snapAfterConfChange = n.snapIndex.Load() > 0
-		w := writeBatch{confState: n.confState.Load()}
-		if n.hsDirty {
-			w.hardState = n.hardState
-		}
-		if err := n.store.write(&w); err != nil {
+		if err := n.writeWithHardState(&writeBatch{confState: n.confState.Load()}); err != nil {
 			return err
-		}
-		if w.hardState != nil {
-			n.hsDirty = false
 		}
 	}
 	n.applied.advance(applied)
@@ -251,16 +244,10 @@ func (n *Node) maybeSnapshot() error {
 		snapshot:     &pb.SnapshotMetadata{Index: new(applied), Term: new(term), ConfState: cs},
 		compactBelow: compactBelow,
 	}
-	if n.hsDirty {
-		// The recorded snapshot must never be ahead of the durable commit
-		// index, or a restart would find applied > committed.
-		w.hardState = n.hardState
-	}
-	if err := n.store.write(&w); err != nil {
+	// The recorded snapshot must never be ahead of the durable commit
+	// index, or a restart would find applied > committed.
+	if err := n.writeWithHardState(&w); err != nil {
 		return err
-	}
-	if w.hardState != nil {
-		n.hsDirty = false
 	}
 	if _, err := n.mem.CreateSnapshot(applied, cs, data); err != nil {
 		return fmt.Errorf("create snapshot in raft storage: %w", err)
@@ -276,5 +263,20 @@ func (n *Node) maybeSnapshot() error {
 	}
 	n.lg.Debug().Uint64("index", applied).Uint64("term", term).Int("bytes", len(data)).
 		Uint64("compact_below", compactBelow).Msg("snapshot taken")
+	return nil
+}
+
+// writeWithHardState writes w durably, with the hard state if it changed
+// since it was last written.
+func (n *Node) writeWithHardState(w *writeBatch) error {
+	if n.hsDirty {
+		w.hardState = n.hardState
+	}
+	if err := n.store.write(w); err != nil {
+		return err
+	}
+	if w.hardState != nil {
+		n.hsDirty = false
+	}
 	return nil
 }

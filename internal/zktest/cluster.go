@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,18 +209,8 @@ func (m *Member) writeConfig(members []*Member, c *Cluster) error {
 	if c.opts.SuperDigest != "" && c.Target == Zkraft {
 		kv["DigestAuthenticationProvider.superDigest"] = c.opts.SuperDigest
 	}
-	for k, v := range c.opts.Extra {
-		kv[k] = v
-	}
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, kv[k])
-	}
+	b.WriteString(formatCfg(kv, c.opts.Extra))
 	for _, o := range members {
 		fmt.Fprintf(&b, "server.%d=%s\n", o.ID, o.serverValue())
 	}

@@ -53,19 +53,7 @@ func (o Options) zooCfg(target Target, dataDir string, port int) []byte {
 			kv["DigestAuthenticationProvider.superDigest"] = o.SuperDigest
 		}
 	}
-	for k, v := range o.Extra {
-		kv[k] = v
-	}
-	keys := make([]string, 0, len(kv))
-	for k := range kv {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for _, k := range keys {
-		fmt.Fprintf(&b, "%s=%s\n", k, kv[k])
-	}
-	return []byte(b.String())
+	return []byte(formatCfg(kv, o.Extra))
 }
 
 // javaProps returns the -D flags that Apache needs for options it reads from
@@ -84,4 +72,21 @@ func (o Options) javaProps() []string {
 		props = append(props, "-Djute.maxbuffer="+v)
 	}
 	return props
+}
+
+// formatCfg writes zoo.cfg lines for kv overridden by extra, sorted by key.
+func formatCfg(kv, extra map[string]string) string {
+	for k, v := range extra {
+		kv[k] = v
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, kv[k])
+	}
+	return b.String()
 }
