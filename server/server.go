@@ -120,9 +120,12 @@ func (s *Server) Start() error {
 		Peers:         []consensus.Peer{{ID: s.cfg.ServerID}},
 		DataDir:       s.cfg.LogDir(),
 		SnapshotEvery: s.cfg.SnapshotEvery,
-		TickInterval:  time.Duration(s.cfg.ElectionTickMs) * time.Millisecond,
-		Join:          s.cfg.Join,
-		Logger:        s.log,
+		// Entries kept behind a snapshot for followers that lag a little;
+		// never more than a snapshot's worth, so snapCount bounds the log.
+		KeepEntries:  min(s.cfg.SnapshotEvery, consensus.DefaultKeepEntries),
+		TickInterval: time.Duration(s.cfg.ElectionTickMs) * time.Millisecond,
+		Join:         s.cfg.Join,
+		Logger:       s.log,
 		OnLeaderChange: func(isLeader bool, leaderID, term uint64) {
 			s.onLeaderChange(isLeader, leaderID, term)
 		},

@@ -11,29 +11,11 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 src="$here/src"
-jars=/usr/share/java
-hint="install them with: apt-get install -y libcurator-framework-java libcurator-recipes-java libcurator-client-java zookeeper default-jdk-headless (see scripts/install-deps.sh)"
-
-need=(curator-framework curator-recipes curator-client zookeeper zookeeper-jute slf4j-api guava)
 binding=slf4j-nop
 if [[ "${CURATOR_SUITE_LOG:-}" == simple ]]; then
   binding=slf4j-simple
 fi
-need+=("$binding")
-
-cp=""
-for j in "${need[@]}"; do
-  f="$jars/$j.jar"
-  if [[ ! -f "$f" ]]; then
-    echo "run.sh: missing jar $f; $hint" >&2
-    exit 3
-  fi
-  cp="$cp${cp:+:}$f"
-done
-# Guava's failureaccess is a separate jar upstream; Debian folds it into guava.jar.
-if [[ -f "$jars/failureaccess.jar" ]]; then
-  cp="$cp:$jars/failureaccess.jar"
-fi
+source "$here/classpath.sh"
 for tool in javac java; do
   if ! command -v "$tool" >/dev/null; then
     echo "run.sh: $tool not found on PATH; install default-jdk-headless (OpenJDK 17)" >&2

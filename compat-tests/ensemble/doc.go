@@ -11,7 +11,16 @@
 //     expires everywhere, a session moves between members with its id and
 //     password, and a leader change does not expire live sessions;
 //   - a lock recipe keeps mutual exclusion, with strictly increasing fencing
-//     tokens, across a leader crash;
+//     tokens, across a leader crash: go-zookeeper's, and those of real
+//     clients run as programs (kazoo_lock.py with kazoo's Lock, and
+//     curatorlock/CuratorLock.java, run by curator_lock.sh, with Curator's
+//     InterProcessMutex), eight sessions each, which print their progress
+//     while the test kills and restarts the leader and end with PASS/FAIL
+//     lines and "N passed, M failed";
+//   - with a small snapCount, a follower that was stopped or frozen while
+//     hundreds of writes were made catches up (same Zxid, same tree), a
+//     client watching through it gets its events, and every member keeps a
+//     raft log bounded by the snapshot interval;
 //   - membership grows and shrinks with reconfig, and /zookeeper/config
 //     lists the current members in ZooKeeper's format.
 //
