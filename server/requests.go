@@ -145,8 +145,8 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
 	it.build = func(c *conn, it *item) ([]byte, bool) {
-		if it.err != nil {
-			return nil, true
+		if it.err != nil || it.res.Err == errOutOfOrder {
+			return nil, true // ConnectionLoss: close without a reply
 		}
 		return c.writeReply(xid, op, &it.res), false
 	}
@@ -213,8 +213,8 @@ func (c *conn) handleClose(xid int32) bool {
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
 	it.build = func(c *conn, it *item) ([]byte, bool) {
-		if it.err != nil {
-			return nil, true
+		if it.err != nil || it.res.Err == errOutOfOrder {
+			return nil, true // ConnectionLoss: close without a reply
 		}
 		return c.reply(xid, it.res.Zxid, 0, nil), true
 	}
