@@ -231,25 +231,9 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 			return false
 		}
 		id := srv.ids.Next()
-		done := make(chan applyResult, 1)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeout)*time.Millisecond)
-		defer cancel()
-		e := &entry{Type: entryCreateSession, SessionID: id,
+		e := &entry{Type: entryCreateSession, SessionID: id, ConnID: c.connID,
 			Body: jute.Marshal(&sessionRecord{ID: id, TimeoutMs: timeout, Password: passwd})}
-		if err := srv.propose(ctx, e, func(r applyResult) { done <- r }); err != nil {
-			c.log.Warn().Err(err).Msg("create session failed, closing")
-			return false
-		}
-		select {
-		case r := <-done:
-			if r.Err != 0 {
-				return false
-			}
-		case <-ctx.Done():
-			srv.cancelWait(e.ReqID)
-			c.log.Warn().Msg("create session not committed in time, closing")
-			return false
-		case <-c.done:
+		if r, ok := c.proposeAndWait(e, timeout); !ok || r.Err != 0 {
 			return false
 		}
 		resp.SessionID, resp.Passwd = id, passwd
@@ -263,6 +247,13 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 			c.log.Info().Str("session", sessionHex(req.SessionID)).Bool("known", ok).Msg("session reattach refused")
 			return false
 		}
+		// Fence the session through the log before answering: writes the
+		// client sent on its previous connection are settled, applied or
+		// refused, before it can read again.
+		e := &entry{Type: entryAttachSession, SessionID: sess.ID, ConnID: c.connID}
+		if r, ok := c.proposeAndWait(e, timeout); !ok || r.Err != 0 {
+			return false
+		}
 		srv.tracker.Track(req.SessionID, timeout)
 		srv.touch(req.SessionID)
 		resp.SessionID, resp.Passwd = sess.ID, sess.Password
@@ -273,6 +264,27 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 		return false
 	}
 	return c.writeConnectResponse(&resp)
+}
+
+// proposeAndWait proposes a handshake entry and waits up to the session
+// timeout for its result; false if it failed or took too long.
+func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
+	done := make(chan applyResult, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutMs)*time.Millisecond)
+	defer cancel()
+	if err := c.srv.propose(ctx, e, func(r applyResult) { done <- r }); err != nil {
+		c.log.Warn().Err(err).Int32("type", e.Type).Msg("session entry not proposed, closing")
+		return applyResult{}, false
+	}
+	select {
+	case r := <-done:
+		return r, true
+	case <-ctx.Done():
+		c.srv.cancelWait(e.ReqID)
+		c.log.Warn().Int32("type", e.Type).Msg("session entry not committed in time, closing")
+	case <-c.done:
+	}
+	return applyResult{}, false
 }
 
 func (c *conn) writeConnectResponse(resp *jute.ConnectResponse) bool {

@@ -17,6 +17,7 @@ const (
 	entryCreateSession         = jute.OpCreateSession   // body: sessionRecord
 	entryCloseSession          = jute.OpCloseSession    // body: none; the entry's session is closed
 	entryExpireSession   int32 = -12                    // body: none; like close, decided by the leader's tracker
+	entryAttachSession   int32 = -13                    // body: none; the entry's ConnID becomes the session's connection
 	entryDeleteContainer       = jute.OpDeleteContainer // body: PathRequest
 	entryDeleteTTL       int32 = -20                    // body: PathRequest
 )
@@ -34,10 +35,13 @@ type entry struct {
 	SessionID int64
 	Cxid      int32
 	Type      int32
-	// ConnID and Seq order a connection's writes: Seq is 1 for its first
-	// write and grows by one. Apply refuses an entry that is not the next of
-	// its connection, so a proposal lost in a leader change can never let a
-	// later write of the same connection apply without it (FIFO order).
+	// ConnID and Seq order a session's writes. A connection becomes the
+	// session's writer through the log (createSession or attachSession
+	// carry its ConnID); its writes then carry Seq 1, 2, ... Apply refuses
+	// any write not from the current connection or not the next in line, so
+	// a proposal lost in a leader change never lets a later write apply
+	// without it, and a write of an old connection can never apply after
+	// the session moved on (FIFO order, and no duplicate from a retry).
 	// ConnID 0 marks entries that are not client writes.
 	ConnID uint64
 	Seq    uint64

@@ -31,17 +31,15 @@ type connOrder struct {
 	Seq    uint64
 }
 
-// inOrder admits an entry only if it is the next write of its connection:
-// the first write of a new connection (Seq 1) switches the session to it.
+// inOrder admits a write only if it comes from the session's current
+// connection (the last one createSession or attachSession named) and is the
+// next of that connection.
 func (sm *stateMachine) inOrder(e *entry) bool {
 	if e.ConnID == 0 {
 		return true
 	}
 	cur, ok := sm.order[e.SessionID]
-	switch {
-	case ok && cur.ConnID == e.ConnID && e.Seq == cur.Seq+1:
-	case (!ok || cur.ConnID != e.ConnID) && e.Seq == 1:
-	default:
+	if !ok || cur.ConnID != e.ConnID || e.Seq != cur.Seq+1 {
 		return false
 	}
 	sm.order[e.SessionID] = connOrder{ConnID: e.ConnID, Seq: e.Seq}
@@ -144,7 +142,20 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, even
 			res.Err = jute.ErrSessionExpired // id collision: refuse, never replace
 			return
 		}
+		if e.ConnID != 0 {
+			sm.order[s.ID] = connOrder{ConnID: e.ConnID}
+		}
 		res.Session = s
+	case entryAttachSession:
+		// A connection takes the session over. Every write of an earlier
+		// connection either applied before this entry or is refused after
+		// it, so the client's next read shows the final outcome of the
+		// writes it lost track of.
+		if _, ok := sm.sessions.Get(e.SessionID); !ok {
+			res.Err = jute.ErrSessionExpired
+			return
+		}
+		sm.order[e.SessionID] = connOrder{ConnID: e.ConnID}
 	case entryCloseSession, entryExpireSession:
 		if _, ok := sm.sessions.Get(e.SessionID); !ok {
 			return // already closed: closing is idempotent

@@ -38,8 +38,9 @@ func (s *testSM) apply(e *entry) applyResult {
 	return s.hooks.results[len(s.hooks.results)-1]
 }
 
-func (s *testSM) createSession(id int64) {
-	s.apply(&entry{Type: entryCreateSession, SessionID: id,
+// createSession creates session id with conn as its writing connection.
+func (s *testSM) createSession(id int64, conn uint64) {
+	s.apply(&entry{Type: entryCreateSession, SessionID: id, ConnID: conn,
 		Body: jute.Marshal(&sessionRecord{ID: id, TimeoutMs: 4000, Password: make([]byte, 16)})})
 }
 
@@ -48,10 +49,13 @@ func create(path string, conn, seq uint64) *entry {
 		Body: jute.Marshal(&jute.CreateRequest{Path: path, ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})}
 }
 
-// TestWritesApplyInConnectionOrder checks FIFO client order: a write whose
-// predecessor on the same connection was lost is refused, and so is every
-// later one, until the session moves to a new connection.
+// TestWritesApplyInConnectionOrder checks FIFO client order: only the
+// session's current connection (named by createSession or attachSession in
+// the log) writes; a write whose predecessor was lost is refused, and so is
+// every later one; once a new connection attached, nothing of the old one
+// applies, not even a late first write (no duplicate from a client retry).
 func TestWritesApplyInConnectionOrder(t *testing.T) {
+	attach := func(conn uint64) *entry { return &entry{Type: entryAttachSession, SessionID: 7, ConnID: conn} }
 	tests := []struct {
 		name    string
 		entries []*entry
@@ -62,15 +66,20 @@ func TestWritesApplyInConnectionOrder(t *testing.T) {
 			[]int32{0, errOutOfOrder, errOutOfOrder}},
 		{"lost first write", []*entry{create("/b", 1, 2)}, []int32{errOutOfOrder}},
 		{"duplicate refused", []*entry{create("/a", 1, 1), create("/a", 1, 1)}, []int32{0, errOutOfOrder}},
-		{"new connection takes over", []*entry{create("/a", 1, 1), create("/b", 2, 1), create("/c", 1, 2), create("/d", 2, 2)},
-			[]int32{0, 0, errOutOfOrder, 0}},
+		{"a connection the log never attached cannot write", []*entry{create("/a", 2, 1)}, []int32{errOutOfOrder}},
+		{"attach fences the old connection", []*entry{create("/a", 1, 1), attach(2), create("/b", 1, 2), create("/c", 2, 1), create("/d", 2, 2)},
+			[]int32{0, 0, errOutOfOrder, 0, 0}},
+		{"a late first write of the old connection is refused", []*entry{attach(2), create("/retry", 2, 1), create("/lost", 1, 1)},
+			[]int32{0, 0, errOutOfOrder}},
 		{"server entries are not ordered", []*entry{create("/a", 1, 1), {Type: entryDeleteContainer, Body: jute.Marshal(&jute.PathRequest{Path: "/a"})}, create("/b", 1, 2)},
 			[]int32{0, jute.ErrBadArguments, 0}},
+		{"attach to a closed session", []*entry{{Type: entryCloseSession, SessionID: 7, ConnID: 1, Seq: 1}, attach(2)},
+			[]int32{0, jute.ErrSessionExpired}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sm := newTestSM(t)
-			sm.createSession(7)
+			sm.createSession(7, 1)
 			var got []int32
 			for _, e := range tt.entries {
 				got = append(got, sm.apply(e).Err)
@@ -82,7 +91,7 @@ func TestWritesApplyInConnectionOrder(t *testing.T) {
 
 func TestSnapshotKeepsWriteOrder(t *testing.T) {
 	sm := newTestSM(t)
-	sm.createSession(7)
+	sm.createSession(7, 1)
 	require.Zero(t, sm.apply(create("/a", 1, 1)).Err)
 	snap, err := sm.Snapshot()
 	require.NoError(t, err)
@@ -103,7 +112,7 @@ func TestSnapshotKeepsWriteOrder(t *testing.T) {
 
 func TestSessionCloseDeletesEphemeralsAndIsIdempotent(t *testing.T) {
 	sm := newTestSM(t)
-	sm.createSession(7)
+	sm.createSession(7, 1)
 	e := create("/eph", 1, 1)
 	e.Body = jute.Marshal(&jute.CreateRequest{Path: "/eph", Flags: jute.FlagEphemeral,
 		ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})

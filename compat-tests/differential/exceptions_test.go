@@ -33,10 +33,19 @@ const (
 	excSetWatchesNull      = "setwatches-null-list"
 	excPersistentOneShot   = "persistent-and-oneshot"
 	excClientCreateSession = "client-createsession-opcode"
+	excReattachZxid        = "reattach-spends-zxid"
 )
 
 // exceptions is the whole list; the lead decides what goes in it.
 var exceptions = []exception{
+	{
+		id: excReattachZxid,
+		reason: "a session reattaching on a new connection: zkraft fences the session through the log " +
+			"(one entry, one zxid) before answering, so every write the client sent on its old connection " +
+			"is settled first; the first reply after it carries that new zxid where ZooKeeper's carries " +
+			"the last one. Same xid, error and body.",
+		match: matchReattachZxid,
+	},
 	{
 		id: excLoneCheck,
 		reason: "check (13) outside a multi: ZooKeeper 3.8.0 drops the connection (and logs a txn it " +
@@ -429,4 +438,16 @@ func (c exceptionCounts) allowed(st *step, zk, ap record) bool {
 	}
 	c[st.exc]++
 	return true
+}
+
+// matchReattachZxid allows: one reply, identical but for its zxid, which is a
+// new one on zkraft and the last one ("max") on Apache.
+func matchReattachZxid(zk, ap record) bool {
+	if len(zk.obs) != 1 || len(ap.obs) != 1 {
+		return false
+	}
+	z, zok := parseReply(zk.obs[0])
+	a, aok := parseReply(ap.obs[0])
+	return zok && aok && z.xid == a.xid && z.err == a.err && z.rest == a.rest &&
+		newZxid.MatchString(z.zxid) && a.zxid == "max"
 }

@@ -42,6 +42,9 @@ func TestExceptionMatchers(t *testing.T) {
 		want   bool
 	}{
 		// early-reject-zxid
+		{"reattach: new zxid on zkraft", excReattachZxid, rec(reconfig, "reply xid=1 zxid=Z10.24.0(new) err=0 paths=[/ss/eph]"), rec(reconfig, "reply xid=1 zxid=max err=0 paths=[/ss/eph]"), true},
+		{"reattach: body differs", excReattachZxid, rec(reconfig, "reply xid=1 zxid=Z10.24.0(new) err=0 paths=[]"), rec(reconfig, "reply xid=1 zxid=max err=0 paths=[/ss/eph]"), false},
+		{"reattach: reversed", excReattachZxid, rec(reconfig, "reply xid=1 zxid=max err=0"), rec(reconfig, "reply xid=1 zxid=Z10.24.0(new) err=0"), false},
 		{"reconfig", excEarlyReject, rec(reconfig, "reply xid=45 zxid=max err=-123"), rec(reconfig, "reply xid=45 zxid=Z0.45.0(new) err=-123"), true},
 		{"raw multi with probe", excEarlyReject, rec(rawMulti, "reply xid=1003 zxid=max err=-5", "probe: open"), rec(rawMulti, "reply xid=1003 zxid=Z12.26.0(new) err=-5", "probe: open"), true},
 		{"probe differs", excEarlyReject, rec(rawMulti, "reply xid=1003 zxid=max err=-5", "probe: closed"), rec(rawMulti, "reply xid=1003 zxid=Z12.26.0(new) err=-5", "probe: open"), false},

@@ -27,14 +27,14 @@ func sessionScript() *script {
 	// right password: same session, the old connection is closed
 	b.connectSpec(2, connectSpec{timeoutMs: 20000, resume: 0})
 	b.probe(0)
-	b.call(2, jute.OpGetEphemerals, &jute.PathRequest{Path: "/ss"})
+	b.call(2, jute.OpGetEphemerals, &jute.PathRequest{Path: "/ss"}).ex(excReattachZxid)
 	b.create(2, "/ss/k", nil, open, 0) // the old connection's watch is gone with it
 	b.probe(2)
 	b.call(2, jute.OpWhoAmI, nil)
 	// a second resume while the first resumed connection is open
 	b.connectSpec(3, connectSpec{timeoutMs: 30000, resume: 2, noReadOnly: true})
 	b.probe(2)
-	b.get(3, "/ss/eph", false)
+	b.get(3, "/ss/eph", false).ex(excReattachZxid)
 	b.closeSession(3)
 	b.connectSpec(4, connectSpec{timeoutMs: 30000, resume: 3})
 	b.probe(4)
