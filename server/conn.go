@@ -36,7 +36,8 @@ type item struct {
 	deadline time.Time
 	build    func(c *conn, it *item) (frame []byte, closeAfter bool)
 	received time.Time
-	read     bool // a read: later writes of the connection wait until it ran
+	read     bool   // a read: later writes of the connection wait until it ran
+	reqID    uint64 // the proposal a write waits for, so a timeout can drop its waiter
 }
 
 // conn is one client connection. The reader goroutine decodes requests,
@@ -409,6 +410,9 @@ func (c *conn) answer(it *item) bool {
 					return false
 				}
 			case <-timer.C:
+				if it.reqID != 0 {
+					c.srv.cancelWait(it.reqID)
+				}
 				c.log.Warn().Msg("request not committed in time, closing connection")
 				return false
 			case <-c.done:

@@ -160,6 +160,8 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 // keeps the writer from treating the connection as idle (and writing events
 // of later zxids) while this reply is owed.
 func (c *conn) proposeItem(it *item, e *entry) bool {
+	e.ReqID = c.srv.newReqID()
+	it.reqID = e.ReqID // set before the writer can see the item
 	if !c.enqueue(it) {
 		return false
 	}

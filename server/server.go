@@ -278,7 +278,9 @@ func (s *Server) sessionCount() int {
 // returns an error, onApplied never runs.
 func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResult)) error {
 	e.Proposer = s.cfg.ServerID
-	e.ReqID = s.reqBase | (s.reqCount.Add(1) & 0xffffffff)
+	if e.ReqID == 0 {
+		e.ReqID = s.newReqID()
+	}
 	if e.Time == 0 {
 		e.Time = time.Now().UnixMilli()
 	}
@@ -316,6 +318,11 @@ func (s *Server) failPendingProposals() {
 	for _, fn := range pending {
 		fn(applyResult{Err: errOutOfOrder})
 	}
+}
+
+// newReqID returns a proposal id unique to this member's incarnation.
+func (s *Server) newReqID() uint64 {
+	return s.reqBase | (s.reqCount.Add(1) & 0xffffffff)
 }
 
 // cancelWait forgets a waiter; false if it was not registered any more
