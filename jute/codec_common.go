@@ -79,54 +79,34 @@ func (r *ClientInfo) Decode(d *Decoder) error {
 	return d.Err()
 }
 
-// writeACLs writes a vector<ACL>; nil is count -1.
-func writeACLs(e *Encoder, v []ACL) {
+// recordPtr is a pointer to a record type T, for the vector helpers.
+type recordPtr[T any] interface {
+	*T
+	Record
+}
+
+// writeRecords writes a vector of records; nil is count -1.
+func writeRecords[T any, P recordPtr[T]](e *Encoder, v []T) {
 	if v == nil {
 		e.WriteInt(-1)
 		return
 	}
 	e.WriteInt(int32(len(v)))
 	for i := range v {
-		v[i].Encode(e)
+		P(&v[i]).Encode(e)
 	}
 }
 
-// readACLs reads a vector<ACL>; count -1 gives nil.
-func readACLs(d *Decoder) []ACL {
-	n := d.readCount(minACLSize, "vector<ACL>")
+// readRecords reads a vector of records each at least minSize bytes long;
+// count -1 gives nil. what names the vector in errors.
+func readRecords[T any, P recordPtr[T]](d *Decoder, minSize int, what string) []T {
+	n := d.readCount(minSize, what)
 	if n < 0 {
 		return nil
 	}
-	v := make([]ACL, n)
+	v := make([]T, n)
 	for i := range v {
-		if v[i].Decode(d) != nil {
-			return nil
-		}
-	}
-	return v
-}
-
-// writeClientInfos writes a vector<ClientInfo>; nil is count -1.
-func writeClientInfos(e *Encoder, v []ClientInfo) {
-	if v == nil {
-		e.WriteInt(-1)
-		return
-	}
-	e.WriteInt(int32(len(v)))
-	for i := range v {
-		v[i].Encode(e)
-	}
-}
-
-// readClientInfos reads a vector<ClientInfo>; count -1 gives nil.
-func readClientInfos(d *Decoder) []ClientInfo {
-	n := d.readCount(minClientInfoSize, "vector<ClientInfo>")
-	if n < 0 {
-		return nil
-	}
-	v := make([]ClientInfo, n)
-	for i := range v {
-		if v[i].Decode(d) != nil {
+		if P(&v[i]).Decode(d) != nil {
 			return nil
 		}
 	}

@@ -6,7 +6,7 @@ package jute
 func (r *CreateRequest) Encode(e *Encoder) {
 	e.WriteString(r.Path)
 	e.WriteBuffer(r.Data)
-	writeACLs(e, r.ACL)
+	writeRecords(e, r.ACL)
 	e.WriteInt(r.Flags)
 }
 
@@ -14,7 +14,7 @@ func (r *CreateRequest) Encode(e *Encoder) {
 func (r *CreateRequest) Decode(d *Decoder) error {
 	r.Path = d.ReadString()
 	r.Data = d.ReadBuffer()
-	r.ACL = readACLs(d)
+	r.ACL = readRecords[ACL](d, minACLSize, "vector<ACL>")
 	r.Flags = d.ReadInt()
 	return d.Err()
 }
@@ -23,7 +23,7 @@ func (r *CreateRequest) Decode(d *Decoder) error {
 func (r *CreateTTLRequest) Encode(e *Encoder) {
 	e.WriteString(r.Path)
 	e.WriteBuffer(r.Data)
-	writeACLs(e, r.ACL)
+	writeRecords(e, r.ACL)
 	e.WriteInt(r.Flags)
 	e.WriteLong(r.TTL)
 }
@@ -32,7 +32,7 @@ func (r *CreateTTLRequest) Encode(e *Encoder) {
 func (r *CreateTTLRequest) Decode(d *Decoder) error {
 	r.Path = d.ReadString()
 	r.Data = d.ReadBuffer()
-	r.ACL = readACLs(d)
+	r.ACL = readRecords[ACL](d, minACLSize, "vector<ACL>")
 	r.Flags = d.ReadInt()
 	r.TTL = d.ReadLong()
 	return d.Err()
@@ -129,27 +129,27 @@ func (r *SetDataRequest) Decode(d *Decoder) error {
 
 // Encode implements Record.
 func (r *GetACLResponse) Encode(e *Encoder) {
-	writeACLs(e, r.ACL)
+	writeRecords(e, r.ACL)
 	r.Stat.Encode(e)
 }
 
 // Decode implements Record.
 func (r *GetACLResponse) Decode(d *Decoder) error {
-	r.ACL = readACLs(d)
+	r.ACL = readRecords[ACL](d, minACLSize, "vector<ACL>")
 	return r.Stat.Decode(d)
 }
 
 // Encode implements Record.
 func (r *SetACLRequest) Encode(e *Encoder) {
 	e.WriteString(r.Path)
-	writeACLs(e, r.ACL)
+	writeRecords(e, r.ACL)
 	e.WriteInt(r.Version)
 }
 
 // Decode implements Record.
 func (r *SetACLRequest) Decode(d *Decoder) error {
 	r.Path = d.ReadString()
-	r.ACL = readACLs(d)
+	r.ACL = readRecords[ACL](d, minACLSize, "vector<ACL>")
 	r.Version = d.ReadInt()
 	return d.Err()
 }

@@ -170,11 +170,11 @@ func (r *SetWatches2) Decode(d *Decoder) error {
 }
 
 // Encode implements Record.
-func (r *WhoAmIResponse) Encode(e *Encoder) { writeClientInfos(e, r.ClientInfo) }
+func (r *WhoAmIResponse) Encode(e *Encoder) { writeRecords(e, r.ClientInfo) }
 
 // Decode implements Record.
 func (r *WhoAmIResponse) Decode(d *Decoder) error {
-	r.ClientInfo = readClientInfos(d)
+	r.ClientInfo = readRecords[ClientInfo](d, minClientInfoSize, "vector<ClientInfo>")
 	return d.Err()
 }
 

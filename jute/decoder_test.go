@@ -98,7 +98,7 @@ func TestDecoderErrors(t *testing.T) {
 		{"vector element short", "00000002 00000000 00000001", 0, func(d *Decoder) { d.ReadStrings() }, ErrTooLong},
 		// 2 ACLs need at least 24 bytes.
 		{"acl count above input", "00000002" + "00000000 00000000 00000000" + "00000000 00000000 0000", 0,
-			func(d *Decoder) { readACLs(d) }, ErrTooLong},
+			func(d *Decoder) { readRecords[ACL](d, minACLSize, "vector<ACL>") }, ErrTooLong},
 		{"unknown multi op", "00000007 00 ffffffff", 0, func(d *Decoder) { _ = d.ReadRecord(&MultiRequest{}) }, ErrUnknownMultiOp},
 		{"error type without done", "ffffffff 00 ffffffff", 0, func(d *Decoder) { _ = d.ReadRecord(&MultiRequest{}) }, ErrUnknownMultiOp},
 		{"multi without terminator", "00000002 00 ffffffff 00000000 ffffffff", 0, func(d *Decoder) { _ = d.ReadRecord(&MultiRequest{}) }, ErrShortBuffer},
