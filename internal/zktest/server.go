@@ -140,7 +140,9 @@ func (s *Server) start() error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Dir = s.Dir
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group (killed as a whole); and killed by the kernel if the
+	// test binary dies before its cleanup runs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("exec %s: %w", s.bin, err)

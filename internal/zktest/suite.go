@@ -58,7 +58,9 @@ func runSuite(logLine func(string), timeout time.Duration, env, argv []string) e
 	defer cancel()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group (killed as a whole); and killed by the kernel if the
+	// test binary dies before its cleanup runs.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = suiteWaitDelay
 	stdout := &lineWriter{emit: logLine, keep: true}
