@@ -228,17 +228,28 @@ func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
 		}
 		s.log.Info().Uint64("member", id).Msg("member removed")
 	}
-	done := make(chan applyResult, 1)
-	e := &entry{Type: entrySetConfig, Body: []byte(formatMembers(target))}
-	if err := s.propose(ctx, e, func(r applyResult) { done <- r }); err != nil {
-		return jute.ErrNewConfigNoQuorum, 0
-	}
-	select {
-	case res := <-done:
-		return res.Err, res.Zxid
-	case <-ctx.Done():
-		s.cancelWait(e.ReqID)
-		return jute.ErrNewConfigNoQuorum, 0
+	// Publishing is idempotent (it writes the target membership), so it is
+	// retried when a leader change fails it: removing the leader causes one.
+	for {
+		done := make(chan applyResult, 1)
+		e := &entry{Type: entrySetConfig, Body: []byte(formatMembers(target))}
+		if err := s.propose(ctx, e, func(r applyResult) { done <- r }); err == nil {
+			select {
+			case res := <-done:
+				if res.Err != errOutOfOrder {
+					return res.Err, res.Zxid
+				}
+			case <-ctx.Done():
+				s.cancelWait(e.ReqID)
+				return jute.ErrNewConfigNoQuorum, 0
+			}
+		}
+		s.log.Info().Msg("reconfig: publishing the new config again after a leader change")
+		select {
+		case <-ctx.Done():
+			return jute.ErrNewConfigNoQuorum, 0
+		case <-time.After(time.Duration(s.cfg.ElectionTickMs) * time.Millisecond):
+		}
 	}
 }
 

@@ -155,3 +155,35 @@ func TestMembership(t *testing.T) {
 		requireZxidsConverge(t, c)
 	})
 }
+
+// TestRemoveLeader removes the current leader with reconfig: the reconfig
+// itself succeeds even though it costs the ensemble its leader, the others
+// elect a new one, /zookeeper/config lists the two remaining members, and
+// writes go on.
+func TestRemoveLeader(t *testing.T) {
+	eachTarget(t, func(t *testing.T, target zktest.Target) {
+		c := startCluster(t, target, 3)
+		leader := c.Leader(t)
+		t.Cleanup(leader.Stop)
+		var hosts []string
+		for _, m := range c.Members {
+			if m != leader {
+				hosts = append(hosts, m.Addr)
+			}
+		}
+		admin, _ := zktest.ConnectHosts(t, hosts, 10*time.Second, quiet)
+		if err := admin.AddAuth("digest", []byte(superUser)); err != nil {
+			t.Fatalf("addAuth: %v", err)
+		}
+		mustCreate(t, admin, "/before-removal", []byte("b"), 0)
+		reconfig(t, admin, nil, []string{strconv.Itoa(leader.ID)})
+		c.Remove(leader)
+		requireConfig(t, admin, c)
+		if now := c.Leader(t); now == leader {
+			t.Fatalf("member %d still leads after its removal", leader.ID)
+		}
+		mustCreate(t, admin, "/after-removal", []byte("a"), 0)
+		requireEverywhere(t, c, "/before-removal", []byte("b"))
+		requireEverywhere(t, c, "/after-removal", []byte("a"))
+	})
+}
