@@ -235,6 +235,11 @@ func compareWord(t *testing.T, word string, ref, got *capture) {
 				case "Connections dump:":
 					part = 2
 				}
+				if part == 0 && strings.HasPrefix(l, "0 expire at ") {
+					// An empty expiry bucket lists no session; whether ZooKeeper
+					// still shows one depends only on timing.
+					continue
+				}
 				l = normalize(l)
 				switch part {
 				case 0:
