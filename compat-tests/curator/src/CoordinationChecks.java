@@ -7,7 +7,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.atomic.AtomicValue;
@@ -42,23 +41,11 @@ final class CoordinationChecks {
         DistributedBarrier waiter = new DistributedBarrier(waiterClient, p);
         set.setBarrier();
         Ctx.check(!waiter.waitOnBarrier(300, TimeUnit.MILLISECONDS), "waitOnBarrier passed while the barrier is set");
-        AtomicReference<Object> result = new AtomicReference<>();
-        CountDownLatch done = new CountDownLatch(1);
-        Thread t = new Thread(() -> {
-            try {
-                result.set(waiter.waitOnBarrier(10, TimeUnit.SECONDS));
-            } catch (Throwable e) {
-                result.set(e);
-            } finally {
-                done.countDown();
-            }
-        });
-        t.setDaemon(true);
-        t.start();
-        Ctx.check(!done.await(200, TimeUnit.MILLISECONDS), "blocked waiter returned while the barrier is set: %s", result.get());
+        Background blocked = Background.start("barrier-waiter", () -> waiter.waitOnBarrier(10, TimeUnit.SECONDS));
+        Ctx.check(!blocked.finished(200), "blocked waiter returned while the barrier is set: %s", blocked.result());
         set.removeBarrier();
-        Ctx.check(done.await(5, TimeUnit.SECONDS), "waiter not released within 5 s of removeBarrier");
-        Ctx.equal(Boolean.TRUE, result.get(), "waitOnBarrier result");
+        Ctx.check(blocked.finished(5_000), "waiter not released within 5 s of removeBarrier");
+        Ctx.equal(Boolean.TRUE, blocked.result(), "waitOnBarrier result");
         Ctx.check(waiter.waitOnBarrier(1, TimeUnit.SECONDS), "waitOnBarrier on a removed barrier did not pass");
     }
 

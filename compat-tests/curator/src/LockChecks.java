@@ -7,7 +7,6 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.locks.InterProcessLock;
@@ -133,23 +132,11 @@ final class LockChecks {
         // The timed-out waiter must have removed its node.
         Ctx.equal(1, ma.getParticipantNodes().size(), "lock nodes after the timed-out attempt");
         // A waiter blocked with a timeout gets the lock once the holder releases.
-        AtomicReference<Boolean> result = new AtomicReference<>();
-        CountDownLatch done = new CountDownLatch(1);
-        Thread t = new Thread(() -> {
-            try {
-                result.set(mb.acquire(10, TimeUnit.SECONDS));
-            } catch (Exception e) {
-                result.set(false);
-            } finally {
-                done.countDown();
-            }
-        });
-        t.setDaemon(true);
-        t.start();
+        Background waiting = Background.start("timed-waiter", () -> mb.acquire(10, TimeUnit.SECONDS));
         Ctx.waitForZk(5_000, "the waiter's lock node", () -> ma.getParticipantNodes().size() == 2);
         ma.release();
-        Ctx.check(done.await(5, TimeUnit.SECONDS), "waiter not woken within 5 s of the release");
-        Ctx.equal(Boolean.TRUE, result.get(), "waiter's acquire result");
+        Ctx.check(waiting.finished(5_000), "waiter not woken within 5 s of the release");
+        Ctx.equal(Boolean.TRUE, waiting.result(), "waiter's acquire result");
     }
 
     static void mutexFencing(Ctx ctx) throws Exception {
@@ -217,25 +204,15 @@ final class LockChecks {
         Ctx.check(mh.acquire(5, TimeUnit.SECONDS), "holder could not acquire");
         String holderNode = mh.ownLockPath();
 
-        AtomicReference<Object> result = new AtomicReference<>();
-        CountDownLatch done = new CountDownLatch(1);
         AtomicLong acquiredAt = new AtomicLong();
-        Thread t = new Thread(() -> {
-            try {
-                boolean ok = mw.acquire(20, TimeUnit.SECONDS);
-                acquiredAt.set(System.nanoTime());
-                result.set(ok);
-                if (ok) {
-                    mw.release();
-                }
-            } catch (Throwable e) {
-                result.set(e);
-            } finally {
-                done.countDown();
+        Background waiting = Background.start("expiry-waiter", () -> {
+            boolean ok = mw.acquire(20, TimeUnit.SECONDS);
+            acquiredAt.set(System.nanoTime());
+            if (ok) {
+                mw.release();
             }
+            return ok;
         });
-        t.setDaemon(true);
-        t.start();
         Ctx.waitForZk(5_000, "the waiter's lock node", () -> waiter.getChildren().forPath(p).size() == 2);
 
         ZooKeeper zk = holder.getZookeeperClient().getZooKeeper();
@@ -268,8 +245,8 @@ final class LockChecks {
             }
         }
         Ctx.check(gone, "holder's lock node %s still exists after closing its session", holderNode);
-        Ctx.check(done.await(5, TimeUnit.SECONDS), "waiter did not get the lock within 5 s of the session expiry");
-        Ctx.equal(Boolean.TRUE, result.get(), "waiter's acquire result");
+        Ctx.check(waiting.finished(5_000), "waiter did not get the lock within 5 s of the session expiry");
+        Ctx.equal(Boolean.TRUE, waiting.result(), "waiter's acquire result");
         long ms = TimeUnit.NANOSECONDS.toMillis(acquiredAt.get() - t0);
         Ctx.check(ms < 7_000, "waiter got the lock %d ms after the expiry started: the session was not expired early", ms);
         // The holder's client learns that its session is gone.
