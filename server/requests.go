@@ -19,8 +19,9 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	xid, op := hdr.Xid, hdr.Type
 	c.stats.lastOp.Store(op)
 	c.stats.lastCxid.Store(xid)
-	if op != jute.OpPing {
-		c.log.Debug().Str("session", sessionHex(c.sessionID)).Int32("xid", xid).Str("op", opName(op)).Msg("request")
+	if ev := c.log.Debug(); ev.Enabled() && op != jute.OpPing {
+		// Guarded: the fields would be formatted on every request otherwise.
+		ev.Str("session", sessionHex(c.sessionID)).Int32("xid", xid).Str("op", opName(op)).Msg("request")
 	}
 	switch op {
 	case jute.OpPing:
