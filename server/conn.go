@@ -32,7 +32,7 @@ const maxQueuedNotifications = 100000
 type item struct {
 	ready    chan struct{}
 	res      applyResult // set before ready is closed
-	err      error       // set before ready is closed
+	err      error       // set before ready is closed; answer closes the connection on it
 	deadline time.Time
 	build    func(c *conn, it *item) (frame []byte, closeAfter bool)
 	received time.Time
@@ -419,6 +419,15 @@ func (c *conn) answer(it *item) bool {
 				return false
 			}
 		}
+	}
+	if it.ready != nil && (it.err != nil || it.res.Err == errOutOfOrder) {
+		// The request failed without an answer (its proposal was lost in a
+		// leader change, or the sync barrier could not be had): close the
+		// connection with no reply; the client reports ConnectionLoss.
+		if it.err != nil {
+			c.log.Warn().Err(it.err).Msg("request failed, closing connection")
+		}
+		return false
 	}
 	c.replyZxid = 0
 	frame, closeAfter := it.build(c, it)

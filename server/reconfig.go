@@ -135,9 +135,6 @@ func (c *conn) handleReconfig(xid int32, body []byte) bool {
 		close(it.ready)
 	}()
 	it.build = func(c *conn, it *item) ([]byte, bool) {
-		if it.res.Err == errOutOfOrder {
-			return nil, true // ConnectionLoss: close without a reply
-		}
 		if it.res.Err != 0 {
 			return c.reply(xid, c.srv.sm.lastZxid.Load(), it.res.Err, nil), false
 		}

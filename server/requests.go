@@ -145,12 +145,7 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 		return false
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
-	it.build = func(c *conn, it *item) ([]byte, bool) {
-		if it.err != nil || it.res.Err == errOutOfOrder {
-			return nil, true // ConnectionLoss: close without a reply
-		}
-		return c.writeReply(xid, op, &it.res), false
-	}
+	it.build = func(c *conn, it *item) ([]byte, bool) { return c.writeReply(xid, op, &it.res), false }
 	c.writeSeq++
 	e := &entry{Type: op, SessionID: c.sessionID, Cxid: xid, ConnID: c.connID, Seq: c.writeSeq,
 		Auth: *c.authIDs.Load(), Body: append([]byte(nil), body...)}
@@ -215,12 +210,7 @@ func (c *conn) handleClose(xid int32) bool {
 		return false
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
-	it.build = func(c *conn, it *item) ([]byte, bool) {
-		if it.err != nil || it.res.Err == errOutOfOrder {
-			return nil, true // ConnectionLoss: close without a reply
-		}
-		return c.reply(xid, it.res.Zxid, 0, nil), true
-	}
+	it.build = func(c *conn, it *item) ([]byte, bool) { return c.reply(xid, it.res.Zxid, 0, nil), true }
 	c.writeSeq++
 	e := &entry{Type: entryCloseSession, SessionID: c.sessionID, Cxid: xid, ConnID: c.connID, Seq: c.writeSeq}
 	if !c.proposeItem(it, e) {
@@ -245,10 +235,6 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 		close(it.ready)
 	}()
 	it.build = func(c *conn, it *item) ([]byte, bool) {
-		if it.err != nil {
-			c.log.Warn().Err(it.err).Msg("sync failed, closing connection")
-			return nil, true
-		}
 		return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
 	}
 	return c.enqueue(it)
