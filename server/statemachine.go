@@ -301,6 +301,12 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	if err := binary.Read(r, binary.BigEndian, &zxid); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
+	// The snapshot's zxid is its last applied client or server entry; the
+	// raft index it was taken at can be higher (conf changes and a new
+	// leader's empty entry take indexes but no zxid), never lower.
+	if zxid > index {
+		return fmt.Errorf("restore: snapshot zxid %#x beyond its raft index %d", zxid, index)
+	}
 	section := func() (io.Reader, error) {
 		if err := binary.Read(r, binary.BigEndian, &n); err != nil {
 			return nil, err
@@ -342,7 +348,9 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	}
 	sm.mu.Lock()
 	sm.tree, sm.sessions, sm.order = tree, sessions, order
-	sm.lastZxid.Store(int64(index))
+	// Keep the snapshot's zxid, the one every peer reports at this point;
+	// storing index instead would put this member ahead of its peers.
+	sm.lastZxid.Store(int64(zxid))
 	sm.mu.Unlock()
 	sm.hooks.stateReplaced()
 	for _, s := range sessions.All() {
