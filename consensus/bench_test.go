@@ -17,10 +17,11 @@ type benchSM struct {
 	waiters sync.Map // id -> chan struct{}
 }
 
-func (s *benchSM) Apply(_, _ uint64, data []byte) {
+func (s *benchSM) Apply(_, _ uint64, data []byte) error {
 	if ch, ok := s.waiters.LoadAndDelete(binary.BigEndian.Uint64(data)); ok {
 		close(ch.(chan struct{}))
 	}
+	return nil
 }
 func (s *benchSM) Snapshot() ([]byte, error)    { return []byte("bench"), nil }
 func (s *benchSM) Restore(uint64, []byte) error { return nil }

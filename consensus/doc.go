@@ -57,7 +57,10 @@
 //
 // Any storage error is fatal: it is logged, the loop stops without calling
 // Advance, Done is closed, Err returns the cause, and later calls return
-// ErrStopped. Nothing continues after a failed persist.
+// ErrStopped. Nothing continues after a failed persist. An error from
+// StateMachine.Apply (an entry this member cannot read) is fatal the same
+// way: the applied index stays just below the entry, which is never skipped,
+// and a restart stops at it again.
 //
 // # Restart
 //

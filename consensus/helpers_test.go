@@ -26,13 +26,19 @@ type logSM struct {
 	restores int
 	bad      []string // contract violations seen
 	changed  chan struct{}
+	// refuse, when set, is the data of an entry Apply refuses with an
+	// error (as a member meeting an entry it cannot decode does).
+	refuse string
 }
 
 func newLogSM() *logSM { return &logSM{changed: make(chan struct{})} }
 
-func (s *logSM) Apply(index, term uint64, data []byte) {
+func (s *logSM) Apply(index, term uint64, data []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.refuse != "" && string(data) == s.refuse {
+		return fmt.Errorf("cannot apply %q", data)
+	}
 	if index <= s.last {
 		s.bad = append(s.bad, fmt.Sprintf("apply %d after %d", index, s.last))
 	}
@@ -44,6 +50,7 @@ func (s *logSM) Apply(index, term uint64, data []byte) {
 	s.last = index
 	close(s.changed)
 	s.changed = make(chan struct{})
+	return nil
 }
 
 // Snapshot encodes last, then (index, len, data) per entry.
@@ -148,6 +155,11 @@ func startTestNode(t testing.TB, dir string, opts ...cfgOpt) *testNode {
 }
 
 func tryStartTestNode(t testing.TB, dir string, opts ...cfgOpt) (*testNode, error) {
+	return tryStartTestNodeSM(t, dir, newLogSM(), opts...)
+}
+
+// tryStartTestNodeSM is tryStartTestNode with a given state machine.
+func tryStartTestNodeSM(t testing.TB, dir string, sm *logSM, opts ...cfgOpt) (*testNode, error) {
 	leaderC := make(chan struct{})
 	var once sync.Once
 	cfg := Config{
@@ -164,7 +176,6 @@ func tryStartTestNode(t testing.TB, dir string, opts ...cfgOpt) (*testNode, erro
 	for _, o := range opts {
 		o(&cfg)
 	}
-	sm := newLogSM()
 	n, err := Start(cfg, sm)
 	if err != nil {
 		return nil, err

@@ -21,7 +21,14 @@ type StateMachine interface {
 	// Data, in log order. index is the raft index (used as zxid). It must be
 	// deterministic. Called only after the entry is durably stored (fsync'd)
 	// on this member.
-	Apply(index uint64, term uint64, data []byte)
+	//
+	// A non-nil error means this member cannot apply the entry (it cannot
+	// decode it, or does not know its kind) and must have left its state
+	// as it was. It is fatal: the node logs it, stops without applying
+	// anything after index-1 and without telling raft the entry was
+	// handled, and Err returns it. Skipping the entry instead would let
+	// this replica silently diverge from the others.
+	Apply(index uint64, term uint64, data []byte) error
 	// Snapshot serializes the state as of the last applied index.
 	Snapshot() ([]byte, error)
 	// Restore replaces the whole state with a snapshot taken at index.

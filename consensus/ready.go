@@ -139,7 +139,12 @@ func (n *Node) applyCommitted(ents []*pb.Entry) error {
 		switch e.GetType() {
 		case pb.EntryNormal:
 			if len(e.GetData()) > 0 {
-				n.sm.Apply(idx, e.GetTerm(), e.GetData())
+				if err := n.sm.Apply(idx, e.GetTerm(), e.GetData()); err != nil {
+					// Fatal: the applied index stays below idx and the
+					// caller returns before Advance.
+					n.applied.advance(applied)
+					return fmt.Errorf("state machine cannot apply entry %d (term %d): %w", idx, e.GetTerm(), err)
+				}
 			}
 		case pb.EntryConfChange:
 			var cc pb.ConfChange

@@ -64,6 +64,9 @@ type applyHooks interface {
 // Invariants:
 //   - Apply is deterministic: its effect depends only on the state and the
 //     entry (time, session ids and passwords travel in the entry).
+//   - An entry Apply cannot read (undecodable, unknown type or version,
+//     unreadable record) is never skipped: Apply returns an error, changes
+//     nothing, and the consensus node stops this member.
 //   - The zxid of an entry is its raft index, so zxids only grow.
 //   - Watch events of an entry are queued on the watching connections while
 //     the write lock is held, so any read that can observe the change (it
@@ -96,19 +99,28 @@ func newStateMachine(opts znode.Options, watches *watchManager, hooks applyHooks
 	}
 }
 
-// Apply implements consensus.StateMachine.
-func (sm *stateMachine) Apply(index, term uint64, data []byte) {
+// Apply implements consensus.StateMachine. An entry this member cannot
+// decode, of a kind it does not know, or whose record it cannot read is
+// refused with an error and changes nothing: the consensus node then stops
+// this member. Every proposer checked what it proposed, so such an entry
+// means this member reads the log differently from its peers (an older
+// version, a bug), and applying anything after it would make it diverge.
+func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 	zxid := int64(index)
 	var e entry
 	if err := e.Decode(jute.NewDecoder(data, len(data))); err != nil {
-		// Every replica fails the same way on the same bytes, so skipping
-		// keeps them in agreement; it can only mean a bug in a proposer.
-		sm.log.Error().Err(err).Uint64("index", index).Msg("undecodable entry skipped")
-		sm.lastZxid.Store(zxid)
-		return
+		sm.log.Error().Err(err).Uint64("index", index).Uint64("term", term).
+			Msg("cannot decode log entry, stopping this member")
+		return fmt.Errorf("entry %d: %w", index, err)
 	}
 	sm.mu.Lock()
-	res, events, closed, expired, config := sm.applyLocked(&e, zxid)
+	res, events, closed, expired, config, err := sm.applyLocked(&e, zxid)
+	if err != nil {
+		sm.mu.Unlock()
+		sm.log.Error().Err(err).Uint64("index", index).Uint64("term", term).Int32("type", e.Type).
+			Msg("cannot apply log entry, stopping this member")
+		return fmt.Errorf("entry %d: %w", index, err)
+	}
 	// Events are queued before lastZxid moves: whoever reads zxid Z (a ping,
 	// a read) can rely on every event up to Z being queued already.
 	sm.watches.trigger(events, zxid)
@@ -125,16 +137,19 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) {
 		sm.hooks.configChanged(config)
 	}
 	sm.hooks.applied(&e, res)
+	return nil
 }
 
-func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, events []znode.Event, closed, expired bool, configChanged []byte) {
+// applyLocked applies e at zxid. It returns an error, having changed
+// nothing, for an entry this member cannot apply (see Apply).
+func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, events []znode.Event, closed, expired bool, configChanged []byte, err error) {
 	res.Zxid = zxid
 	ctx := znode.TxnContext{Zxid: zxid, Time: e.Time, SessionID: e.SessionID, Auth: e.Auth}
 	switch e.Type {
 	case entryCreateSession:
 		var rec sessionRecord
-		if err := jute.Unmarshal(e.Body, &rec); err != nil {
-			res.Err = jute.ErrMarshallingError
+		if err = jute.Unmarshal(e.Body, &rec); err != nil {
+			err = fmt.Errorf("createSession record: %w", err)
 			return
 		}
 		s := session.Session{ID: rec.ID, TimeoutMs: rec.TimeoutMs, Password: rec.Password}
@@ -174,8 +189,8 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, even
 		configChanged = data
 	case entryDeleteContainer, entryDeleteTTL:
 		var req jute.PathRequest
-		if err := jute.Unmarshal(e.Body, &req); err != nil {
-			res.Err = jute.ErrMarshallingError
+		if err = jute.Unmarshal(e.Body, &req); err != nil {
+			err = fmt.Errorf("expired node delete record: %w", err)
 			return
 		}
 		typ := jute.OpDeleteContainer
@@ -184,7 +199,17 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, even
 		}
 		res.Res, events = sm.tree.Apply(ctx, &znode.Write{Type: typ, Path: req.Path})
 		res.Err = res.Res.Err
-	default:
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti:
+		// The proposer decoded the body before proposing it (handleWrite),
+		// with a limit no larger than the body: failing here means this
+		// member reads it differently. Decoding comes before any check
+		// that could change state (inOrder moves the connection's seq).
+		w, code := decodeWrite(e.Type, e.Body, len(e.Body))
+		if code != 0 {
+			err = fmt.Errorf("client write of type %d: body refused with code %d", e.Type, code)
+			return
+		}
 		if _, ok := sm.sessions.Get(e.SessionID); !ok {
 			res.Err = jute.ErrSessionExpired
 			return
@@ -193,13 +218,10 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, even
 			res.Err = errOutOfOrder
 			return
 		}
-		w, code := decodeWrite(e.Type, e.Body, len(e.Body))
-		if code != 0 {
-			res.Err = code
-			return
-		}
 		res.Res, events = sm.tree.Apply(ctx, w)
 		res.Err = res.Res.Err
+	default:
+		err = fmt.Errorf("unknown entry type %d", e.Type)
 	}
 	return
 }

@@ -23,18 +23,20 @@ type testSM struct {
 	*stateMachine
 	hooks *nopHooks
 	index uint64
+	t     *testing.T
 }
 
 func newTestSM(t *testing.T) *testSM {
 	h := &nopHooks{}
-	return &testSM{stateMachine: newStateMachine(znode.Options{}, newWatchManager(), h, zerolog.New(zerolog.NewTestWriter(t))), hooks: h}
+	return &testSM{stateMachine: newStateMachine(znode.Options{}, newWatchManager(), h, zerolog.New(zerolog.NewTestWriter(t))), hooks: h, t: t}
 }
 
 func (s *testSM) apply(e *entry) applyResult {
+	t := s.t
 	enc := jute.NewEncoder(nil)
 	e.Encode(enc)
 	s.index++
-	s.Apply(s.index, 1, enc.Bytes())
+	require.NoError(t, s.Apply(s.index, 1, enc.Bytes()))
 	return s.hooks.results[len(s.hooks.results)-1]
 }
 
