@@ -4,11 +4,48 @@ import (
 	"fmt"
 
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
 )
 
 // entryVersion is the format version written first in every entry. A replica
 // that meets a version it does not know must stop rather than guess.
-const entryVersion int32 = 1
+// Version 2 added Opts; version 1 entries are still read.
+const entryVersion int32 = 2
+
+// entryOpts are the write options a proposer decided a client write with.
+type entryOpts int32
+
+const (
+	optTTL  entryOpts = 1 << iota // TTL nodes allowed (extendedTypesEnabled)
+	optX509                       // x509 ACL ids and identities valid
+	// optLocal marks a version 1 entry, which carries no options: it is
+	// decided, as it was when written, by the applying member's own
+	// configuration. It is never encoded.
+	optLocal
+
+	knownOpts = optTTL | optX509
+)
+
+// writeOpts are the options a member proposes its client writes with.
+func writeOpts(o znode.Options) entryOpts {
+	var f entryOpts
+	if o.ExtendedTypesEnabled {
+		f |= optTTL
+	}
+	if o.X509Enabled {
+		f |= optX509
+	}
+	return f
+}
+
+// treeOptions are the options apply decides e with: the proposer's, or for
+// a version 1 entry the applying member's own (local).
+func (e *entry) treeOptions(local znode.Options) znode.Options {
+	if e.Opts&optLocal != 0 {
+		return local
+	}
+	return znode.Options{ExtendedTypesEnabled: e.Opts&optTTL != 0, X509Enabled: e.Opts&optX509 != 0}
+}
 
 // Internal entry types that never come from a client. Client writes use their
 // own opcode as the type (create 1, delete 2, setData 5, setACL 7, multi 14,
@@ -47,6 +84,11 @@ type entry struct {
 	Seq    uint64
 	Auth   []jute.Id // the caller's identities at propose time, for ACL checks
 	Body   []byte    // the request record as received (or an internal record)
+	// Opts are the proposer's write options (its zoo.cfg). Apply decides
+	// a client write with them, never with the applying member's own
+	// configuration, so members configured differently (as during a
+	// rolling TLS upgrade) still agree on every write's outcome.
+	Opts entryOpts
 }
 
 func (e *entry) Encode(enc *jute.Encoder) {
@@ -65,10 +107,12 @@ func (e *entry) Encode(enc *jute.Encoder) {
 		enc.WriteString(e.Auth[i].ID)
 	}
 	enc.WriteBuffer(e.Body)
+	enc.WriteInt(int32(e.Opts &^ optLocal))
 }
 
 func (e *entry) Decode(d *jute.Decoder) error {
-	if v := d.ReadInt(); d.Err() == nil && v != entryVersion {
+	v := d.ReadInt()
+	if d.Err() == nil && v != entryVersion && v != 1 {
 		return fmt.Errorf("entry: unknown format version %d", v)
 	}
 	e.Proposer = uint64(d.ReadLong())
@@ -92,8 +136,16 @@ func (e *entry) Decode(d *jute.Decoder) error {
 		e.Auth[i].ID = d.ReadString()
 	}
 	e.Body = d.ReadBuffer()
+	e.Opts = optLocal
+	if v >= 2 {
+		e.Opts = entryOpts(d.ReadInt())
+	}
 	if err := d.Err(); err != nil {
 		return fmt.Errorf("entry: %w", err)
+	}
+	if e.Opts&^knownOpts != 0 && e.Opts != optLocal {
+		// A proposer decided with a check this member does not know.
+		return fmt.Errorf("entry: unknown write options %#x", int32(e.Opts&^knownOpts))
 	}
 	return nil
 }

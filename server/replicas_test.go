@@ -1,11 +1,16 @@
 package server
 
 import (
+	"context"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
 )
 
 // TestRestoreKeepsSnapshotZxid restores a snapshot whose last zxid Z is
@@ -78,4 +83,136 @@ func TestApplyRefusesEntriesItCannotRead(t *testing.T) {
 			require.NoError(t, sm.tree.Check())
 		})
 	}
+}
+
+// TestApplyDoesNotDependOnMemberConfig applies one log to two members
+// configured differently, as during a rolling TLS upgrade (one member has
+// secureClientPort, so x509 ids; one has TTL nodes enabled). Writes proposed
+// by either are decided with the proposer's options, which travel in the
+// entry, so both members hand out the same results and end with the same
+// tree.
+func TestApplyDoesNotDependOnMemberConfig(t *testing.T) {
+	upgraded := znode.Options{ExtendedTypesEnabled: true, X509Enabled: true}
+	old := znode.Options{}
+	alice := jute.Id{Scheme: "x509", ID: "CN=alice,O=example"}
+	x509ACL := []jute.ACL{{Perms: jute.PermAll, ID: alice}}
+	authACL := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "auth"}}}
+	seq := uint64(0)
+	write := func(by znode.Options, op int32, rec jute.Record, auth ...jute.Id) *entry {
+		seq++
+		return &entry{Type: op, SessionID: 7, ConnID: 1, Seq: seq, Auth: auth, Body: jute.Marshal(rec),
+			Opts: writeOpts(by)}
+	}
+	log := []*entry{
+		write(upgraded, jute.OpCreate, &jute.CreateRequest{Path: "/x509", ACL: x509ACL}),
+		write(upgraded, jute.OpCreate, &jute.CreateRequest{Path: "/auth", ACL: authACL}, alice),
+		write(upgraded, jute.OpCreateTTL, &jute.CreateTTLRequest{Path: "/ttl", ACL: x509ACL, Flags: jute.FlagPersistentWithTTL, TTL: 5000}),
+		write(upgraded, jute.OpMulti, &jute.MultiRequest{Ops: []jute.MultiOp{
+			{Type: jute.OpCreate, Create: &jute.CreateRequest{Path: "/m1", ACL: authACL}},
+			{Type: jute.OpCreateTTL, CreateTTL: &jute.CreateTTLRequest{Path: "/m2", ACL: x509ACL, Flags: jute.FlagPersistentWithTTL, TTL: 5000}},
+		}}, alice),
+		write(old, jute.OpCreate, &jute.CreateRequest{Path: "/x509-old", ACL: x509ACL}),
+		write(old, jute.OpCreateTTL, &jute.CreateTTLRequest{Path: "/ttl-old", ACL: x509ACL, Flags: jute.FlagPersistentWithTTL, TTL: 5000}),
+		write(old, jute.OpSetACL, &jute.SetACLRequest{Path: "/x509", ACL: x509ACL, Version: -1}, alice),
+	}
+	want := []int32{0, 0, 0, 0, jute.ErrInvalidACL, jute.ErrUnimplemented, jute.ErrInvalidACL}
+
+	run := func(member znode.Options) (*testSM, []int32) {
+		h := &nopHooks{}
+		sm := &testSM{stateMachine: newStateMachine(member, newWatchManager(), h, zerolog.New(zerolog.NewTestWriter(t))), hooks: h, t: t}
+		sm.createSession(7, 1)
+		var got []int32
+		for _, e := range log {
+			got = append(got, sm.apply(e).Err)
+		}
+		return sm, got
+	}
+	a, resA := run(upgraded)
+	b, resB := run(old)
+	require.Equal(t, want, resA, "results on the upgraded member")
+	require.Equal(t, want, resB, "results on the old member")
+	require.Equal(t, a.tree.Digest(), b.tree.Digest(), "trees differ")
+	require.Equal(t, a.lastZxid.Load(), b.lastZxid.Load())
+	for _, p := range []string{"/x509", "/auth", "/ttl", "/m1", "/m2"} {
+		_, ok := b.tree.Exists(p)
+		require.True(t, ok, "%s missing on the old member", p)
+	}
+}
+
+// TestEntryCarriesWriteOptions: the proposer's options survive encoding; a
+// version 1 entry (written before entries carried them) is decided by the
+// applying member's own options, as it was when written; unknown option
+// bits (a proposer deciding with a check this member lacks) are refused.
+func TestEntryCarriesWriteOptions(t *testing.T) {
+	encode := func(e *entry) []byte {
+		enc := jute.NewEncoder(nil)
+		e.Encode(enc)
+		return enc.Bytes()
+	}
+	local := znode.Options{ExtendedTypesEnabled: true}
+	for _, o := range []znode.Options{{}, {ExtendedTypesEnabled: true}, {X509Enabled: true}, {ExtendedTypesEnabled: true, X509Enabled: true}} {
+		var e entry
+		require.NoError(t, e.Decode(jute.NewDecoder(encode(&entry{Type: jute.OpCreate, Opts: writeOpts(o)}), 0)))
+		require.Equal(t, o, e.treeOptions(local))
+	}
+
+	v2 := encode(&entry{Type: jute.OpCreate, Body: []byte{1}, Opts: optX509})
+	v1 := append([]byte(nil), v2[:len(v2)-4]...)
+	v1[3] = 1
+	var e entry
+	require.NoError(t, e.Decode(jute.NewDecoder(v1, 0)))
+	require.Equal(t, []byte{1}, e.Body)
+	require.Equal(t, local, e.treeOptions(local))
+
+	bad := append([]byte(nil), v2...)
+	bad[len(bad)-1] |= 1 << 5
+	require.ErrorContains(t, e.Decode(jute.NewDecoder(bad, 0)), "unknown write options")
+	// optLocal is never written: re-encoding a version 1 entry gives a
+	// version 2 entry with no options.
+	var back entry
+	require.NoError(t, back.Decode(jute.NewDecoder(encode(&entry{Type: jute.OpCreate, Opts: optLocal}), 0)))
+	require.Equal(t, entryOpts(0), back.Opts)
+}
+
+// TestEnsembleMembersConfiguredDifferentlyAgree runs three in-process
+// members where only member 1 allows TTL nodes and x509 ids (a rolling
+// upgrade in progress). Writes through either kind of member are decided
+// by the member that received them, and every member ends with the same
+// tree.
+func TestEnsembleMembersConfiguredDifferentlyAgree(t *testing.T) {
+	servers, _ := startEnsemble(t, 3, func(cfg *Config) {
+		if cfg.ServerID == 1 {
+			cfg.ExtendedTypes = true
+			cfg.X509AuthProvider = true
+		}
+	})
+	x509ACL := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "x509", ID: "CN=alice,O=example"}}}
+	upgraded, old := dial(t, servers[0]), dial(t, servers[1])
+	var last int64
+	call := func(c *zktest.RawConn, op int32, req jute.Record, want int32) {
+		t.Helper()
+		hdr, err := c.Call(op, req, nil)
+		require.NoError(t, err)
+		require.Equal(t, want, hdr.Err, "op %d", op)
+		last = max(last, hdr.Zxid)
+	}
+	call(upgraded, jute.OpCreate, &jute.CreateRequest{Path: "/x509", ACL: x509ACL}, 0)
+	call(upgraded, jute.OpCreateTTL, &jute.CreateTTLRequest{Path: "/ttl", ACL: x509ACL, Flags: jute.FlagPersistentWithTTL, TTL: 60000}, 0)
+	call(old, jute.OpCreate, &jute.CreateRequest{Path: "/x509-old", ACL: x509ACL}, jute.ErrInvalidACL)
+	call(old, jute.OpCreateTTL, &jute.CreateTTLRequest{Path: "/ttl-old", ACL: x509ACL, Flags: jute.FlagPersistentWithTTL, TTL: 60000}, jute.ErrUnimplemented)
+	call(old, jute.OpCreate, &jute.CreateRequest{Path: "/done", ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}}, 0)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	digests := make([]uint64, len(servers))
+	for i, s := range servers {
+		require.NoError(t, s.node.WaitApplied(ctx, uint64(last)), "member %d", i+1)
+		s.sm.mu.RLock()
+		digests[i] = s.sm.tree.Digest()
+		_, ok := s.sm.tree.Exists("/x509")
+		s.sm.mu.RUnlock()
+		require.True(t, ok, "member %d lacks /x509", i+1)
+	}
+	require.Equal(t, digests[0], digests[1], "members 1 and 2 disagree")
+	require.Equal(t, digests[0], digests[2], "members 1 and 3 disagree")
 }

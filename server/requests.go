@@ -147,8 +147,11 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
 	it.build = func(c *conn, it *item) ([]byte, bool) { return c.writeReply(xid, op, &it.res), false }
 	c.writeSeq++
+	// The entry carries this member's write options: every member decides
+	// the write with them, as ZooKeeper's followers take the leader's
+	// decision (entry.Opts).
 	e := &entry{Type: op, SessionID: c.sessionID, Cxid: xid, ConnID: c.connID, Seq: c.writeSeq,
-		Auth: *c.authIDs.Load(), Body: append([]byte(nil), body...)}
+		Auth: *c.authIDs.Load(), Body: append([]byte(nil), body...), Opts: writeOpts(c.srv.sm.treeOpts)}
 	return c.proposeItem(it, e)
 }
 

@@ -144,7 +144,10 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 // nothing, for an entry this member cannot apply (see Apply).
 func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, events []znode.Event, closed, expired bool, configChanged []byte, err error) {
 	res.Zxid = zxid
-	ctx := znode.TxnContext{Zxid: zxid, Time: e.Time, SessionID: e.SessionID, Auth: e.Auth}
+	// Writes are decided with the proposer's options carried in e, never
+	// with this member's configuration (see entry.Opts).
+	opts := e.treeOptions(sm.treeOpts)
+	ctx := znode.TxnContext{Zxid: zxid, Time: e.Time, SessionID: e.SessionID, Auth: e.Auth, Options: &opts}
 	switch e.Type {
 	case entryCreateSession:
 		var rec sessionRecord

@@ -15,6 +15,19 @@ type TxnContext struct {
 	Time      int64     // ms since epoch (leader clock at propose time)
 	SessionID int64     // caller session (owner of ephemerals it creates)
 	Auth      []jute.Id // the caller's identities, for ACL checks and "auth" expansion
+	// Options, when set, replace the tree's own Options for this txn. A
+	// replicated caller sets them from the entry (the proposer's
+	// configuration), so that whether a write succeeds never depends on
+	// the configuration of the member applying it.
+	Options *Options
+}
+
+// options returns the Options this txn is decided with.
+func (t *Tree) options(ctx *TxnContext) Options {
+	if ctx.Options != nil {
+		return *ctx.Options
+	}
+	return t.opts
 }
 
 // Write is one write request: exactly one pointer is set, matching Type.

@@ -19,7 +19,7 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 		flags == jute.FlagPersistentSequentialWithTTL
 	isTTL := flags == jute.FlagPersistentWithTTL || flags == jute.FlagPersistentSequentialWithTTL
 	// validateCreateRequest: extended types, then EphemeralType.validateTTL.
-	if isTTL && !t.opts.ExtendedTypesEnabled {
+	if isTTL && !t.options(ctx).ExtendedTypesEnabled {
 		return "", jute.Stat{}, ev, jute.ErrUnimplemented
 	}
 	if isTTL {
@@ -38,7 +38,7 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 		return "", jute.Stat{}, ev, jute.ErrBadArguments
 	}
 	parentPath := parentOf(path, i)
-	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.opts.X509Enabled)
+	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.options(ctx).X509Enabled)
 	if !ok {
 		return "", jute.Stat{}, ev, jute.ErrInvalidACL
 	}
@@ -168,7 +168,7 @@ func (t *Tree) setACL(ctx *TxnContext, path string, acl []jute.ACL, version int3
 	if ValidatePath(path) != nil {
 		return jute.Stat{}, jute.ErrBadArguments
 	}
-	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.opts.X509Enabled)
+	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.options(ctx).X509Enabled)
 	if !ok {
 		return jute.Stat{}, jute.ErrInvalidACL
 	}

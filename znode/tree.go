@@ -4,7 +4,11 @@ import (
 	"github.com/zkraft/zkraft/jute"
 )
 
-// Options configures a Tree.
+// Options configures the checks a write must pass. A Tree holds defaults;
+// a txn whose TxnContext carries Options is decided by those instead. A
+// replicated tree must pass them in every txn (from the proposer), since
+// members' configurations can differ, for instance during a rolling TLS
+// upgrade.
 type Options struct {
 	// ExtendedTypesEnabled allows TTL nodes
 	// (zookeeper.extendedTypesEnabled). When false, TTL modes give
@@ -12,7 +16,7 @@ type Options struct {
 	ExtendedTypesEnabled bool
 	// X509Enabled makes "x509:<subject DN>" a valid ACL id and an
 	// authenticated identity for the "auth" scheme, as ZooKeeper's
-	// authProvider.x509 does. Every member of an ensemble must agree on it.
+	// authProvider.x509 does.
 	X509Enabled bool
 }
 
