@@ -143,7 +143,7 @@ func (e *entry) Decode(d *jute.Decoder) error {
 	if err := d.Err(); err != nil {
 		return fmt.Errorf("entry: %w", err)
 	}
-	if e.Opts&^knownOpts != 0 && e.Opts != optLocal {
+	if v >= 2 && e.Opts&^knownOpts != 0 {
 		// A proposer decided with a check this member does not know.
 		return fmt.Errorf("entry: unknown write options %#x", int32(e.Opts&^knownOpts))
 	}

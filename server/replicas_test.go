@@ -164,9 +164,11 @@ func TestEntryCarriesWriteOptions(t *testing.T) {
 	require.Equal(t, []byte{1}, e.Body)
 	require.Equal(t, local, e.treeOptions(local))
 
-	bad := append([]byte(nil), v2...)
-	bad[len(bad)-1] |= 1 << 5
-	require.ErrorContains(t, e.Decode(jute.NewDecoder(bad, 0)), "unknown write options")
+	for _, bit := range []byte{byte(optLocal), 1 << 5} {
+		bad := append([]byte(nil), v2...)
+		bad[len(bad)-1] |= bit
+		require.ErrorContains(t, e.Decode(jute.NewDecoder(bad, 0)), "unknown write options", "bit %#x", bit)
+	}
 	// optLocal is never written: re-encoding a version 1 entry gives a
 	// version 2 entry with no options.
 	var back entry
