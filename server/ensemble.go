@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sort"
@@ -48,73 +49,118 @@ func (s *Server) takeTouched() []int64 {
 	return ids
 }
 
+// retouch puts ids back into the touched set: a report that may not have
+// reached the leader is merged into the next one.
+func (s *Server) retouch(ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	s.touchMu.Lock()
+	for _, id := range ids {
+		s.touched[id] = struct{}{}
+	}
+	s.touchMu.Unlock()
+}
+
+// livenessLink is the sender's connection to the leader's liveness port.
+// prev is the last report written: a write that succeeded may still be lost
+// (the leader's side closed, the bytes went nowhere), which the next write
+// on the same connection reveals, so prev is sent again after a failure.
+type livenessLink struct {
+	conn   net.Conn
+	leader uint64
+	prev   []int64
+}
+
+func (l *livenessLink) close() {
+	if l.conn != nil {
+		_ = l.conn.Close()
+		l.conn = nil
+	}
+	l.prev = nil
+}
+
 // livenessSender forwards touches to the current leader.
 func (s *Server) livenessSender() {
 	defer s.wg.Done()
 	period := time.Duration(s.cfg.TickTimeMs) * time.Millisecond / 2
 	t := time.NewTicker(period)
 	defer t.Stop()
-	var conn net.Conn
-	var connLeader uint64
-	defer func() {
-		if conn != nil {
-			conn.Close()
-		}
-	}()
+	var link livenessLink
+	defer link.close()
 	for {
 		select {
 		case <-s.stopC:
 			return
 		case <-t.C:
 		}
-		ids := s.takeTouched()
-		if len(ids) == 0 || s.leader.Load() {
-			if s.leader.Load() {
-				for _, id := range ids {
-					s.tracker.Touch(id)
-				}
-			}
-			continue
-		}
-		lead := s.node.Status().Lead
-		m, ok := s.members()[lead]
-		if !ok {
-			continue
-		}
-		if conn != nil && connLeader != lead {
-			conn.Close()
-			conn = nil
-		}
-		if conn == nil {
-			var c net.Conn
-			var err error
-			if s.quorumTLS != nil {
-				d := tls.Dialer{NetDialer: &net.Dialer{Timeout: period}, Config: s.quorumTLS}
-				c, err = d.Dial("tcp", m.ElectionAddr())
-			} else {
-				c, err = net.DialTimeout("tcp", m.ElectionAddr(), period)
-			}
-			if err != nil {
-				s.log.Debug().Err(err).Uint64("leader", lead).Msg("liveness channel to leader unavailable")
-				continue
-			}
-			conn, connLeader = c, lead
-		}
-		buf := make([]byte, 4, 4+8+8*len(ids))
-		buf = binary.BigEndian.AppendUint64(buf, s.cfg.ServerID)
-		for _, id := range ids {
-			buf = binary.BigEndian.AppendUint64(buf, uint64(id))
-		}
-		binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-		_ = conn.SetWriteDeadline(time.Now().Add(period))
-		if _, err := conn.Write(buf); err != nil {
-			conn.Close()
-			conn = nil
-		}
+		s.reportTouched(&link, s.node.Status().Lead, period)
 	}
 }
 
-// livenessReceiver accepts liveness reports from other members.
+// reportTouched sends the sessions touched since the last report to leader
+// lead (or touches this member's tracker when it leads). A report that
+// cannot be sent, or may have been lost, stays for the next round.
+func (s *Server) reportTouched(link *livenessLink, lead uint64, timeout time.Duration) {
+	ids := s.takeTouched()
+	if s.leader.Load() {
+		for _, id := range ids {
+			s.tracker.Touch(id)
+		}
+		return
+	}
+	if len(ids) == 0 {
+		return
+	}
+	if err := s.sendTouched(link, lead, ids, timeout); err != nil {
+		s.log.Debug().Err(err).Uint64("leader", lead).Int("sessions", len(ids)).Msg("liveness report not sent, kept for the next one")
+		s.retouch(ids)
+	}
+}
+
+// sendTouched writes one liveness report of ids to leader lead over link,
+// dialing it when needed. On a write failure the previous report is put back
+// too.
+func (s *Server) sendTouched(link *livenessLink, lead uint64, ids []int64, timeout time.Duration) error {
+	m, ok := s.members()[lead]
+	if !ok {
+		return errors.New("no known leader")
+	}
+	if link.conn != nil && link.leader != lead {
+		link.close()
+	}
+	if link.conn == nil {
+		var c net.Conn
+		var err error
+		if s.quorumTLS != nil {
+			d := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: s.quorumTLS}
+			c, err = d.Dial("tcp", m.ElectionAddr())
+		} else {
+			c, err = net.DialTimeout("tcp", m.ElectionAddr(), timeout)
+		}
+		if err != nil {
+			return fmt.Errorf("dial liveness channel of member %d: %w", lead, err)
+		}
+		link.conn, link.leader = c, lead
+	}
+	buf := make([]byte, 4, 4+8+8*len(ids))
+	buf = binary.BigEndian.AppendUint64(buf, s.cfg.ServerID)
+	for _, id := range ids {
+		buf = binary.BigEndian.AppendUint64(buf, uint64(id))
+	}
+	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
+	_ = link.conn.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := link.conn.Write(buf); err != nil {
+		s.retouch(link.prev)
+		link.close()
+		return fmt.Errorf("write liveness report to member %d: %w", lead, err)
+	}
+	link.prev = ids
+	return nil
+}
+
+// livenessReceiver accepts liveness reports from other members. Each
+// connection's goroutines end with the connection (or at shutdown).
 func (s *Server) livenessReceiver(ln net.Listener) {
 	defer s.wg.Done()
 	var wg sync.WaitGroup
@@ -127,30 +173,44 @@ func (s *Server) livenessReceiver(ln net.Listener) {
 			}
 			return
 		}
-		wg.Add(1)
+		wg.Add(2)
+		done := make(chan struct{})
 		go func() {
 			defer wg.Done()
-			defer c.Close()
-			go func() { <-s.stopC; c.Close() }()
-			var lenBuf [4]byte
-			for {
-				if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
-					return
-				}
-				n := binary.BigEndian.Uint32(lenBuf[:])
-				if n < 8 || n > livenessFrameMax || n%8 != 0 {
-					s.log.Warn().Uint32("length", n).Msg("bad liveness frame, closing")
-					return
-				}
-				body := make([]byte, n)
-				if _, err := io.ReadFull(c, body); err != nil {
-					return
-				}
-				for off := 8; off < len(body); off += 8 {
-					s.tracker.Touch(int64(binary.BigEndian.Uint64(body[off:])))
-				}
+			select {
+			case <-s.stopC:
+				_ = c.Close()
+			case <-done:
 			}
 		}()
+		go func() {
+			defer wg.Done()
+			defer close(done)
+			defer c.Close()
+			s.readLiveness(c)
+		}()
+	}
+}
+
+// readLiveness applies the liveness reports read from c until it fails.
+func (s *Server) readLiveness(c net.Conn) {
+	var lenBuf [4]byte
+	for {
+		if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
+			return
+		}
+		n := binary.BigEndian.Uint32(lenBuf[:])
+		if n < 8 || n > livenessFrameMax || n%8 != 0 {
+			s.log.Warn().Uint32("length", n).Msg("bad liveness frame, closing")
+			return
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(c, body); err != nil {
+			return
+		}
+		for off := 8; off < len(body); off += 8 {
+			s.tracker.Touch(int64(binary.BigEndian.Uint64(body[off:])))
+		}
 	}
 }
 

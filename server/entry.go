@@ -53,7 +53,7 @@ func (e *entry) treeOptions(local znode.Options) znode.Options {
 const (
 	entryCreateSession         = jute.OpCreateSession   // body: sessionRecord
 	entryCloseSession          = jute.OpCloseSession    // body: none; the entry's session is closed
-	entryExpireSession   int32 = -12                    // body: none; like close, decided by the leader's tracker
+	entryExpireSession   int32 = -12                    // body: expireRecord (none before it existed); like close, decided by the leader's tracker
 	entryAttachSession   int32 = -13                    // body: none; the entry's ConnID becomes the session's connection
 	entryDeleteContainer       = jute.OpDeleteContainer // body: PathRequest
 	entryDeleteTTL       int32 = -20                    // body: PathRequest
@@ -172,5 +172,28 @@ func (s *sessionRecord) Decode(d *jute.Decoder) error {
 	s.ID = d.ReadLong()
 	s.TimeoutMs = d.ReadInt()
 	s.Password = d.ReadBuffer()
+	return d.Err()
+}
+
+// expireRecord is the body of an expire entry: the fence of the leader's
+// decision. Apply refuses the expiry if the entry was not committed in the
+// term of the leader that decided it (that leader stepped down and a later
+// one carried the entry), or if the session's connection, named by the last
+// createSession or attachSession applied, is no longer ConnID (the session
+// attached after the decision: its client is alive). An expire entry with an
+// empty body, written before the fence existed, is applied unconditionally.
+type expireRecord struct {
+	Term   uint64 // raft term in which the proposing leader decided
+	ConnID uint64 // the session's connection as the leader's state showed it
+}
+
+func (r *expireRecord) Encode(e *jute.Encoder) {
+	e.WriteLong(int64(r.Term))
+	e.WriteLong(int64(r.ConnID))
+}
+
+func (r *expireRecord) Decode(d *jute.Decoder) error {
+	r.Term = uint64(d.ReadLong())
+	r.ConnID = uint64(d.ReadLong())
 	return d.Err()
 }

@@ -36,6 +36,13 @@ type Server struct {
 	ids      *session.IDGenerator
 	leader   atomic.Bool
 	leaderID atomic.Uint64 // last leader raft reported; 0 = none
+	// leaderTerm is the raft term in which this member became leader; its
+	// expiry decisions carry it (see expireRecord). Set before leader.
+	leaderTerm atomic.Uint64
+
+	// testHookLeaderReset, when set by a test, runs in onLeaderChange after
+	// the tracker was reset and before the leader flag is raised.
+	testHookLeaderReset func()
 
 	// Proposals waiting for their entry to be applied, keyed by ReqID.
 	waitMu   sync.Mutex
@@ -353,21 +360,44 @@ func (s *Server) sessionCreated(sess session.Session) {
 	s.tracker.Track(sess.ID, sess.TimeoutMs)
 }
 
-// sessionClosed implements applyHooks. An expired session's connection is
-// closed without a message, as ZooKeeper does; an explicit close is answered
-// by the connection that asked for it.
-func (s *Server) sessionClosed(id int64, expired bool) {
+// sessionClosed implements applyHooks. Every member that holds a
+// connection of the closed session closes it without a message, whichever
+// member proposed the close and whether the leader expired the session or
+// a client closed it (possibly on another member, with the session's id and
+// password), as ZooKeeper closes the session's connection on every server:
+// the client learns on reconnecting that its session expired. The one
+// connection spared is the one whose closeSession this is: it answers the
+// request, then closes.
+func (s *Server) sessionClosed(id int64, expired bool, byConn uint64) {
 	s.tracker.Remove(id)
-	if !expired {
-		return
-	}
 	s.connMu.Lock()
 	c := s.bySess[id]
 	s.connMu.Unlock()
-	if c != nil {
+	if c != nil && (expired || byConn == 0 || c.connID != byConn) {
 		c.close()
 	}
-	s.log.Info().Str("session", sessionHex(id)).Msg("session expired")
+	if expired {
+		s.log.Info().Str("session", sessionHex(id)).Msg("session expired")
+	} else if c != nil && c.connID != byConn {
+		s.log.Info().Str("session", sessionHex(id)).Msg("session closed through another connection, closing this one")
+	}
+}
+
+// sessionTouched implements applyHooks: an attach entry is about to be
+// applied. The session's tracker deadline moves before its connection does
+// (see expiryTick), so a leader never decides to expire a session it saw
+// attach a moment ago.
+func (s *Server) sessionTouched(id int64) {
+	s.tracker.Touch(id)
+}
+
+// expiryRefused implements applyHooks: an expire entry was refused because
+// the session attached after the leader's decision or the deciding leader's
+// term was over. The session is tracked afresh, so the leader that marked
+// it closing decides again from new liveness.
+func (s *Server) expiryRefused(sess session.Session) {
+	s.tracker.Remove(sess.ID)
+	s.tracker.Track(sess.ID, sess.TimeoutMs)
 }
 
 // stateReplaced implements applyHooks. A member that installs a snapshot
@@ -388,21 +418,39 @@ func (s *Server) stateReplaced() {
 }
 
 func (s *Server) onLeaderChange(isLeader bool, leaderID, term uint64) {
-	was := s.leader.Swap(isLeader)
+	was := s.leader.Load()
 	if prev := s.leaderID.Swap(leaderID); prev != 0 && prev != leaderID {
 		s.failPendingProposals()
 	}
 	if isLeader && !was {
-		// A new leader gives every session a fresh timeout, as ZooKeeper does.
+		// A new leader gives every session a fresh timeout, as ZooKeeper
+		// does. The tracker is reset before the leader flag is raised: the
+		// expiry loop acts only on a leader, and this member's tracker was
+		// not refreshed by other members' liveness reports while it
+		// followed, so it must never be read as a leader's before the reset.
 		s.sm.mu.RLock()
 		all := s.sm.sessions.All()
 		s.sm.mu.RUnlock()
 		s.tracker.ResetAll(all)
+		s.leaderTerm.Store(term)
+		if s.testHookLeaderReset != nil {
+			s.testHookLeaderReset()
+		}
+		s.leader.Store(true)
 		if !s.cfg.Standalone() {
 			go s.publishInitialConfig() // not from the raft goroutine: it proposes
 		}
+	} else {
+		s.leader.Store(isLeader)
 	}
 	s.log.Info().Bool("leader", isLeader).Uint64("leader_id", leaderID).Uint64("term", term).Msg("leader changed")
+}
+
+// expiryDecision is a session the leader decided to expire, and the fence
+// its expire entry carries.
+type expiryDecision struct {
+	since  time.Time // when it was proposed (last)
+	connID uint64    // the session's connection when the leader decided
 }
 
 // expiryLoop proposes the expiry of sessions whose deadline passed. Only the
@@ -415,54 +463,89 @@ func (s *Server) expiryLoop() {
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	// A close proposal can be lost in a leader change; a session still in
-	// the table this long after it was marked closing is proposed again.
-	retryAfter := 2 * time.Duration(s.cfg.ElectionTickMs*20) * time.Millisecond
-	closingSince := map[int64]time.Time{}
+	decided := map[int64]expiryDecision{}
 	for {
 		select {
 		case <-s.stopC:
 			return
 		case <-t.C:
 		}
-		if !s.leader.Load() {
-			clear(closingSince)
-			continue
-		}
-		now := time.Now()
-		closing := map[int64]bool{}
-		for _, id := range s.tracker.Closing() {
-			closing[id] = true
-			since, seen := closingSince[id]
-			if !seen {
-				closingSince[id] = now
-				continue
-			}
-			if _, live := s.sm.session(id); !live || now.Sub(since) < retryAfter {
-				continue
-			}
-			closingSince[id] = now
-			s.log.Warn().Str("session", sessionHex(id)).Msg("session close not applied, proposing it again")
-			s.proposeExpiry(id)
-		}
-		for id := range closingSince {
-			if !closing[id] {
-				delete(closingSince, id)
-			}
-		}
-		for _, id := range s.tracker.Expired() {
-			s.tracker.SetClosing(id)
-			s.proposeExpiry(id)
-		}
+		s.expiryTick(time.Now(), decided)
 	}
 }
 
-// proposeExpiry proposes the expiry of a session; a failed proposal is
-// retried by the expiry loop (the session stays marked closing).
-func (s *Server) proposeExpiry(id int64) {
+// expiryTick is one round of the expiry loop: on the leader, it proposes
+// the expiry of every session the tracker reports expired, and proposes
+// again a close that was not applied after retryAfter. decided carries the
+// decisions from round to round. It returns the sessions it proposed.
+func (s *Server) expiryTick(now time.Time, decided map[int64]expiryDecision) []int64 {
+	if !s.leader.Load() {
+		clear(decided)
+		return nil
+	}
+	// A close proposal can be lost in a leader change; a session still in
+	// the table this long after it was marked closing is proposed again,
+	// with the fence of the first decision (a session that attached since
+	// then must not be expired by the retry).
+	retryAfter := 2 * time.Duration(s.cfg.ElectionTickMs*20) * time.Millisecond
+	var proposed []int64
+	closing := map[int64]bool{}
+	for _, id := range s.tracker.Closing() {
+		closing[id] = true
+		d, seen := decided[id]
+		if !seen {
+			// Marked closing by a client's own closeSession on this member.
+			decided[id] = expiryDecision{since: now, connID: s.sm.sessionConn(id)}
+			continue
+		}
+		if _, live := s.sm.session(id); !live || now.Sub(d.since) < retryAfter {
+			continue
+		}
+		d.since = now
+		decided[id] = d
+		s.log.Warn().Str("session", sessionHex(id)).Msg("session close not applied, proposing it again")
+		s.proposeExpiry(id, d.connID)
+		proposed = append(proposed, id)
+	}
+	for id := range decided {
+		if !closing[id] {
+			delete(decided, id)
+		}
+	}
+	candidates := s.tracker.Expired()
+	if len(candidates) == 0 {
+		return proposed
+	}
+	// The fences are read before the tracker is asked again: an attach
+	// touches the tracker before it changes the session's connection
+	// (stateMachine.Apply), so a session whose new connection is read here
+	// is not reported expired by the second look.
+	fences := s.sm.sessionConns(candidates)
+	still := map[int64]bool{}
+	for _, id := range s.tracker.Expired() {
+		still[id] = true
+	}
+	for i, id := range candidates {
+		if !still[id] {
+			continue // touched meanwhile
+		}
+		s.tracker.SetClosing(id)
+		decided[id] = expiryDecision{since: now, connID: fences[i]}
+		s.proposeExpiry(id, fences[i])
+		proposed = append(proposed, id)
+	}
+	return proposed
+}
+
+// proposeExpiry proposes the expiry of a session, fenced by this leader's
+// term and the session's connection when the leader decided (see
+// expireRecord); a failed proposal is retried by the expiry loop (the
+// session stays marked closing).
+func (s *Server) proposeExpiry(id int64, connID uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.propose(ctx, &entry{Type: entryExpireSession, SessionID: id}, nil); err != nil {
+	rec := &expireRecord{Term: s.leaderTerm.Load(), ConnID: connID}
+	if err := s.propose(ctx, &entry{Type: entryExpireSession, SessionID: id, Body: jute.Marshal(rec)}, nil); err != nil {
 		s.log.Warn().Err(err).Str("session", sessionHex(id)).Msg("propose session expiry failed")
 	}
 }

@@ -51,7 +51,15 @@ func (sm *stateMachine) inOrder(e *entry) bool {
 type applyHooks interface {
 	applied(e *entry, res applyResult)
 	sessionCreated(s session.Session)
-	sessionClosed(id int64, expired bool)
+	// sessionClosed: byConn is the connection whose closeSession it was
+	// (0 for an expiry); every other connection of the session must end.
+	sessionClosed(id int64, expired bool, byConn uint64)
+	// sessionTouched runs before an attach entry is applied, with no lock
+	// held: the leader's tracker must see the session alive before its new
+	// connection is visible in the state (see Server.expiryTick).
+	sessionTouched(id int64)
+	// expiryRefused: an expire entry's fence did not hold (expireRecord).
+	expiryRefused(s session.Session)
 	configChanged(data []byte)
 	// stateReplaced runs when a snapshot replaced the whole state: watches
 	// registered on the old tree can no longer fire correctly.
@@ -71,6 +79,10 @@ type applyHooks interface {
 //   - Watch events of an entry are queued on the watching connections while
 //     the write lock is held, so any read that can observe the change (it
 //     takes the read lock) runs after the event was queued.
+//   - An expire entry removes a session only if it was committed in the term
+//     of the leader that decided it and the session's connection is still
+//     the one that leader saw (expireRecord): a session that attached after
+//     the decision is never expired by it.
 type stateMachine struct {
 	mu       sync.RWMutex
 	tree     *znode.Tree
@@ -113,8 +125,11 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 			Msg("cannot decode log entry, stopping this member")
 		return fmt.Errorf("entry %d: %w", index, err)
 	}
+	if e.Type == entryAttachSession {
+		sm.hooks.sessionTouched(e.SessionID)
+	}
 	sm.mu.Lock()
-	res, events, closed, expired, config, err := sm.applyLocked(&e, zxid)
+	res, events, closed, expired, config, err := sm.applyLocked(&e, zxid, term)
 	if err != nil {
 		sm.mu.Unlock()
 		sm.log.Error().Err(err).Uint64("index", index).Uint64("term", term).Int32("type", e.Type).
@@ -131,7 +146,10 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 		sm.hooks.sessionCreated(res.Session)
 	}
 	if closed {
-		sm.hooks.sessionClosed(e.SessionID, expired)
+		sm.hooks.sessionClosed(e.SessionID, expired, e.ConnID)
+	}
+	if e.Type == entryExpireSession && res.Err == errExpiryFenced {
+		sm.hooks.expiryRefused(res.Session)
 	}
 	if config != nil {
 		sm.hooks.configChanged(config)
@@ -140,9 +158,10 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 	return nil
 }
 
-// applyLocked applies e at zxid. It returns an error, having changed
-// nothing, for an entry this member cannot apply (see Apply).
-func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, events []znode.Event, closed, expired bool, configChanged []byte, err error) {
+// applyLocked applies e at zxid, in an entry of the given raft term. It
+// returns an error, having changed nothing, for an entry this member cannot
+// apply (see Apply).
+func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res applyResult, events []znode.Event, closed, expired bool, configChanged []byte, err error) {
 	res.Zxid = zxid
 	// Writes are decided with the proposer's options carried in e, never
 	// with this member's configuration (see entry.Opts).
@@ -175,8 +194,15 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, even
 		}
 		sm.order[e.SessionID] = connOrder{ConnID: e.ConnID}
 	case entryCloseSession, entryExpireSession:
-		if _, ok := sm.sessions.Get(e.SessionID); !ok {
+		sess, ok := sm.sessions.Get(e.SessionID)
+		if !ok {
 			return // already closed: closing is idempotent
+		}
+		if e.Type == entryExpireSession {
+			if res.Err = sm.expiryFence(e, sess, term); res.Err != 0 {
+				res.Session = sess
+				return
+			}
 		}
 		if !sm.inOrder(e) {
 			res.Err = errOutOfOrder
@@ -227,6 +253,35 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64) (res applyResult, even
 		err = fmt.Errorf("unknown entry type %d", e.Type)
 	}
 	return
+}
+
+// errExpiryFenced is the result of an expire entry whose fence did not hold:
+// the session stays.
+const errExpiryFenced = jute.ErrSessionMoved
+
+// expiryFence checks an expire entry against the state (expireRecord): 0 if
+// the expiry applies, otherwise the error code of its refusal. term is the
+// raft term of the entry itself.
+func (sm *stateMachine) expiryFence(e *entry, sess session.Session, term uint64) int32 {
+	if len(e.Body) == 0 {
+		return 0 // written before the fence existed
+	}
+	var rec expireRecord
+	if err := jute.Unmarshal(e.Body, &rec); err != nil {
+		sm.log.Error().Err(err).Str("session", sessionHex(sess.ID)).Msg("undecodable expiry refused")
+		return jute.ErrMarshallingError
+	}
+	if rec.Term != term {
+		sm.log.Info().Str("session", sessionHex(sess.ID)).Uint64("decided_in_term", rec.Term).Uint64("entry_term", term).
+			Msg("session expiry refused: the leader that decided it lost its term")
+		return errExpiryFenced
+	}
+	if cur := sm.order[sess.ID].ConnID; cur != rec.ConnID {
+		sm.log.Info().Str("session", sessionHex(sess.ID)).Uint64("decided_conn", rec.ConnID).Uint64("current_conn", cur).
+			Msg("session expiry refused: the session attached after the leader decided")
+		return errExpiryFenced
+	}
+	return 0
 }
 
 // decodeWrite turns a client write request body into a znode.Write. It is
@@ -386,6 +441,21 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	}
 	return nil
 }
+
+// sessionConns returns, for each id, the session's current connection (as
+// named by its last createSession or attachSession; 0 if none).
+func (sm *stateMachine) sessionConns(ids []int64) []uint64 {
+	sm.mu.RLock()
+	defer sm.mu.RUnlock()
+	out := make([]uint64, len(ids))
+	for i, id := range ids {
+		out[i] = sm.order[id].ConnID
+	}
+	return out
+}
+
+// sessionConn is sessionConns for one session.
+func (sm *stateMachine) sessionConn(id int64) uint64 { return sm.sessionConns([]int64{id})[0] }
 
 // session returns a live session by id.
 func (sm *stateMachine) session(id int64) (session.Session, bool) {

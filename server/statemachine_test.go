@@ -13,11 +13,13 @@ import (
 
 type nopHooks struct{ results []applyResult }
 
-func (h *nopHooks) applied(_ *entry, r applyResult)  { h.results = append(h.results, r) }
-func (h *nopHooks) sessionCreated(session.Session)   {}
-func (h *nopHooks) sessionClosed(id int64, exp bool) {}
-func (h *nopHooks) stateReplaced()                   {}
-func (h *nopHooks) configChanged([]byte)             {}
+func (h *nopHooks) applied(_ *entry, r applyResult)   { h.results = append(h.results, r) }
+func (h *nopHooks) sessionCreated(session.Session)    {}
+func (h *nopHooks) sessionClosed(int64, bool, uint64) {}
+func (h *nopHooks) sessionTouched(int64)              {}
+func (h *nopHooks) expiryRefused(session.Session)     {}
+func (h *nopHooks) stateReplaced()                    {}
+func (h *nopHooks) configChanged([]byte)              {}
 
 type testSM struct {
 	*stateMachine

@@ -10,6 +10,9 @@
 //   - session liveness reaches the leader from any member, a silent session
 //     expires everywhere, a session moves between members with its id and
 //     password, and a leader change does not expire live sessions;
+//   - a session closed by a client attached to it on another member ends
+//     the first client's connection too: kazoo (kazoo_session_holder.py)
+//     sees its session LOST;
 //   - a lock recipe keeps mutual exclusion, with strictly increasing fencing
 //     tokens, across a leader crash: go-zookeeper's, and those of real
 //     clients run as programs (kazoo_lock.py with kazoo's Lock, and

@@ -1,0 +1,243 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/internal/zktest"
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/session"
+)
+
+// ensembleLeader waits until exactly one of servers reports itself leader
+// and returns its index.
+func ensembleLeader(t *testing.T, servers []*Server) int {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		lead := -1
+		n := 0
+		for i, s := range servers {
+			if s.leader.Load() {
+				lead, n = i, n+1
+			}
+		}
+		if n == 1 {
+			return lead
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("no single leader within 10s")
+	return -1
+}
+
+// TestSessionEndEndsItsConnectionsOnEveryMember: when a session is closed
+// through the log, by a client that attached to it on another member or by
+// the leader's expiry, every member that holds a connection of the session
+// closes it, and the client's reconnect learns that the session expired.
+func TestSessionEndEndsItsConnectionsOnEveryMember(t *testing.T) {
+	servers, _ := startEnsemble(t, 3, nil)
+	lead := ensembleLeader(t, servers)
+	follower := func(k int) int { return (lead + 1 + k) % len(servers) }
+	tests := []struct {
+		name   string
+		holder int  // member holding the first client's connection
+		closer int  // member where a second client attaches and closes; -1: the leader expires the session
+		expire bool // the leader expires the session instead
+	}{
+		{"closed on a follower, held on another follower", follower(0), follower(1), false},
+		{"closed on the leader, held on a follower", follower(0), lead, false},
+		{"closed on a follower, held on the leader", lead, follower(0), false},
+		{"expired by the leader, held on a follower", follower(1), -1, true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			holder := servers[tt.holder]
+			a, resp := zktest.DialRaw(t, holder.Addr().String(), 0, nil, 30000, false)
+			a.SetTimeout(5 * time.Second)
+			path := "/eph" + string(rune('a'+i))
+			hdr, err := a.Call(jute.OpCreate, &jute.CreateRequest{Path: path, ACL: openACL(), Flags: jute.FlagEphemeral}, &jute.CreateResponse{})
+			require.NoError(t, err)
+			require.Zero(t, hdr.Err)
+
+			if tt.expire {
+				leader := servers[lead]
+				require.Eventually(t, func() bool { _, ok := leader.sm.session(resp.SessionID); return ok },
+					5*time.Second, 10*time.Millisecond)
+				leader.tracker.SetClosing(resp.SessionID)
+				leader.proposeExpiry(resp.SessionID, leader.sm.sessionConn(resp.SessionID))
+			} else {
+				var b *zktest.RawConn
+				require.Eventually(t, func() bool {
+					// The closer's member may not have applied the session yet.
+					c, r, err := zktest.DialRawRequest(servers[tt.closer].Addr().String(), jute.ConnectRequest{
+						TimeOut: 30000, SessionID: resp.SessionID, Passwd: resp.Passwd, LastZxidSeen: a.LastZxid()})
+					if err != nil || r.TimeOut == 0 {
+						return false
+					}
+					b = c
+					return true
+				}, 5*time.Second, 20*time.Millisecond)
+				t.Cleanup(b.Close)
+				hdr, err := b.CloseSession()
+				require.NoError(t, err)
+				require.Zero(t, hdr.Err)
+			}
+
+			require.NoError(t, a.ExpectClosed(10*time.Second),
+				"the first client's connection on member %d must end once the session is gone", holder.cfg.ServerID)
+			again, r := zktest.DialRaw(t, holder.Addr().String(), resp.SessionID, resp.Passwd, 30000, false)
+			again.Close()
+			require.Zero(t, r.TimeOut, "reattach of the closed session must be refused (session expired)")
+			for _, s := range servers {
+				require.Eventually(t, func() bool { _, ok := s.sm.session(resp.SessionID); return !ok },
+					5*time.Second, 10*time.Millisecond, "session still on member %d", s.cfg.ServerID)
+			}
+		})
+	}
+}
+
+func openACL() []jute.ACL {
+	return []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
+}
+
+// TestNewLeaderResetsTrackerBeforeExpiring: a member that becomes leader
+// holds a tracker no liveness report refreshed while it followed. The expiry
+// loop, run at the worst moment of onLeaderChange (between the tracker reset
+// and the leader flag), must not propose the expiry of a live session.
+func TestNewLeaderResetsTrackerBeforeExpiring(t *testing.T) {
+	clock := session.NewFakeClock(time.Unix(1_700_000_000, 0))
+	cfg := Default()
+	cfg.ClientPort = 0
+	cfg.ClientPortAddress = "127.0.0.1"
+	cfg.DataDir = t.TempDir()
+	cfg.AdminEnabled = false
+	s := New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	s.tracker = session.NewTracker(clock, int64(cfg.TickTimeMs))
+	require.NoError(t, s.Start())
+	t.Cleanup(func() { require.NoError(t, s.Stop()) })
+	c, resp := zktest.DialRaw(t, s.Addr().String(), 0, nil, 30000, false)
+	t.Cleanup(c.Close)
+	id := resp.SessionID
+	require.NotZero(t, id)
+
+	// This member now follows: its tracker hears of nobody's traffic while
+	// the clock runs far past every session timeout.
+	s.leader.Store(false)
+	clock.Advance(time.Hour)
+
+	var proposed []int64
+	hookRan := false
+	s.testHookLeaderReset = func() {
+		hookRan = true
+		proposed = s.expiryTick(clock.Now(), map[int64]expiryDecision{})
+	}
+	st := s.node.Status()
+	s.onLeaderChange(true, st.ID, st.Term)
+	require.True(t, hookRan)
+	require.Empty(t, proposed, "expiry proposed from the stale tracker of a new leader")
+	require.Empty(t, s.expiryTick(clock.Now(), map[int64]expiryDecision{}), "expiry proposed right after the reset")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err := s.node.ReadIndex(ctx) // every proposal made so far is applied
+	require.NoError(t, err)
+	_, ok := s.sm.session(id)
+	require.True(t, ok, "live session expired by a new leader")
+}
+
+// fenceHooks records expiry refusals and touches.
+type fenceHooks struct {
+	nopHooks
+	refused []int64
+	touched []int64
+}
+
+func (h *fenceHooks) expiryRefused(s session.Session) { h.refused = append(h.refused, s.ID) }
+func (h *fenceHooks) sessionTouched(id int64)         { h.touched = append(h.touched, id) }
+
+// TestExpiryIsFencedWhenApplied: an expire entry carries the deciding
+// leader's term and the session's connection as that leader saw it; apply
+// refuses it when the session attached since or the term is not the entry's
+// own, so a live, just-reattached session is never expired.
+func TestExpiryIsFencedWhenApplied(t *testing.T) {
+	const id = 7
+	expire := func(term, conn uint64) *entry {
+		return &entry{Type: entryExpireSession, SessionID: id, Body: jute.Marshal(&expireRecord{Term: term, ConnID: conn})}
+	}
+	attach := func(conn uint64) *entry { return &entry{Type: entryAttachSession, SessionID: id, ConnID: conn} }
+	type step struct {
+		e    *entry
+		term uint64 // raft term of the entry
+	}
+	tests := []struct {
+		name      string
+		steps     []step // after createSession of id on connection 1, term 2
+		wantAlive bool
+	}{
+		{"expiry decided on the current connection applies", []step{{expire(2, 1), 2}}, false},
+		{"session attached after the decision stays", []step{{attach(2), 2}, {expire(2, 1), 2}}, true},
+		{"expiry decided after the attach applies", []step{{attach(2), 2}, {expire(2, 2), 2}}, false},
+		{"expiry of a leader whose term ended stays refused", []step{{expire(2, 1), 3}}, true},
+		{"entry claiming a later term is refused", []step{{expire(3, 1), 2}}, true},
+		{"expiry written before the fence applies", []step{{&entry{Type: entryExpireSession, SessionID: id}, 5}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &fenceHooks{}
+			sm := newStateMachine(newTestSM(t).treeOpts, newWatchManager(), h, zerolog.New(zerolog.NewTestWriter(t)))
+			index := uint64(0)
+			apply := func(e *entry, term uint64) {
+				enc := jute.NewEncoder(nil)
+				e.Encode(enc)
+				index++
+				sm.Apply(index, term, enc.Bytes())
+			}
+			apply(&entry{Type: entryCreateSession, SessionID: id, ConnID: 1,
+				Body: jute.Marshal(&sessionRecord{ID: id, TimeoutMs: 4000, Password: make([]byte, 16)})}, 2)
+			for _, st := range tt.steps {
+				apply(st.e, st.term)
+			}
+			_, alive := sm.session(id)
+			require.Equal(t, tt.wantAlive, alive)
+			if tt.wantAlive {
+				require.Equal(t, []int64{id}, h.refused, "the leader must track the session afresh")
+			} else {
+				require.Empty(t, h.refused)
+			}
+		})
+	}
+}
+
+// TestAttachTouchesTrackerBeforeConnectionChanges: the leader reads a
+// session's connection before asking its tracker a second time
+// (expiryTick); for that to fence every attach, an attach must refresh the
+// tracker before the new connection is visible in the state.
+func TestAttachTouchesTrackerBeforeConnectionChanges(t *testing.T) {
+	h := &fenceHooks{}
+	sm := newStateMachine(newTestSM(t).treeOpts, newWatchManager(), h, zerolog.New(zerolog.NewTestWriter(t)))
+	var connAtTouch []uint64
+	touch := &touchProbe{fenceHooks: h, onTouch: func(id int64) { connAtTouch = append(connAtTouch, sm.sessionConn(id)) }}
+	sm.hooks = touch
+	for i, e := range []*entry{
+		{Type: entryCreateSession, SessionID: 7, ConnID: 1, Body: jute.Marshal(&sessionRecord{ID: 7, TimeoutMs: 4000, Password: make([]byte, 16)})},
+		{Type: entryAttachSession, SessionID: 7, ConnID: 2},
+	} {
+		enc := jute.NewEncoder(nil)
+		e.Encode(enc)
+		sm.Apply(uint64(i+1), 1, enc.Bytes())
+	}
+	require.Equal(t, []uint64{1}, connAtTouch, "the touch must come while the old connection is still current")
+	require.Equal(t, uint64(2), sm.sessionConn(7))
+}
+
+type touchProbe struct {
+	*fenceHooks
+	onTouch func(id int64)
+}
+
+func (p *touchProbe) sessionTouched(id int64) { p.onTouch(id) }
