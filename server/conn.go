@@ -81,6 +81,8 @@ type conn struct {
 	closeOnce sync.Once
 	done      chan struct{}
 
+	watches watchIndex // this connection's watches; guarded by srv.watches.mu
+
 	established time.Time
 	stats       connStats
 }
@@ -114,6 +116,9 @@ type queuedEvent struct {
 	zxid  int64
 	frame []byte
 }
+
+// ownWatches implements watcher.
+func (c *conn) ownWatches() *watchIndex { return &c.watches }
 
 // notify implements watcher: queue the notification of a change made by zxid.
 func (c *conn) notify(frame []byte, zxid int64) {

@@ -61,7 +61,10 @@ func (s *Server) addConn(c *conn) bool {
 	return true
 }
 
+// dropConn unregisters a connection that ended. Its watches go first: once a
+// connection is not listed any more, it holds no watch.
 func (s *Server) dropConn(c *conn) {
+	s.watches.removeWatcher(c)
 	s.connMu.Lock()
 	if _, ok := s.conns[c]; ok {
 		delete(s.conns, c)
@@ -73,7 +76,6 @@ func (s *Server) dropConn(c *conn) {
 		delete(s.bySess, c.sessionID)
 	}
 	s.connMu.Unlock()
-	s.watches.removeWatcher(c)
 }
 
 // attachSession binds a session to its connection.
