@@ -36,14 +36,28 @@ func (s *Server) acceptLoop(ln net.Listener, start func(nc net.Conn)) {
 // startPlain registers and serves a connection of the plain client port.
 func (s *Server) startPlain(nc net.Conn) {
 	c := newConn(s, nc)
-	if !s.addConn(c) {
+	if !s.runConn(c, c.serve) {
 		_ = nc.Close()
-		return
 	}
-	go c.serve()
+}
+
+// runConn registers c and runs its goroutine fn, counted in connWG so Stop
+// waits for it; false (and fn not run) if c was refused.
+func (s *Server) runConn(c *conn, fn func()) bool {
+	if !s.addConn(c) {
+		return false
+	}
+	go func() {
+		defer s.connWG.Done()
+		fn()
+	}()
+	return true
 }
 
 // addConn registers a connection, enforcing maxClientCnxns per client IP.
+// On success it counts the connection's goroutine in connWG (under connMu,
+// after checking stopC, so never after Stop began to wait); runConn starts
+// that goroutine.
 func (s *Server) addConn(c *conn) bool {
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
@@ -58,6 +72,7 @@ func (s *Server) addConn(c *conn) bool {
 	}
 	s.perIP[c.ip]++
 	s.conns[c] = struct{}{}
+	s.connWG.Add(1)
 	return true
 }
 

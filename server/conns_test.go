@@ -1,10 +1,15 @@
 package server
 
 import (
+	"net"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkraft/zkraft/internal/zktest"
@@ -77,4 +82,159 @@ func TestNoWatchOutlivesItsConnection(t *testing.T) {
 			require.Zero(t, s.watches.data.recursive+s.watches.child.recursive, "recursive count")
 		})
 	}
+}
+
+// blockingCloseConn is a net.Conn whose Close blocks until released, as a
+// TLS Close does while it sends close_notify to a client that stopped
+// reading.
+type blockingCloseConn struct {
+	net.Conn
+	closing chan struct{} // closed when Close is first entered
+	release chan struct{} // Close returns once this is closed
+	once    sync.Once
+	relOnce sync.Once
+}
+
+// unblock lets Close return; idempotent.
+func (b *blockingCloseConn) unblock() { b.relOnce.Do(func() { close(b.release) }) }
+
+func newBlockingCloseConn(nc net.Conn) *blockingCloseConn {
+	return &blockingCloseConn{Conn: nc, closing: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (b *blockingCloseConn) Close() error {
+	b.once.Do(func() { close(b.closing) })
+	<-b.release
+	return b.Conn.Close()
+}
+
+// pipeConn registers and serves a connection over an in-memory pipe whose
+// server side Close blocks until released (released at the latest in t's
+// cleanup, before the server stops).
+func pipeConn(t *testing.T, s *Server) (*conn, *blockingCloseConn) {
+	t.Helper()
+	client, server := net.Pipe()
+	nc := newBlockingCloseConn(server)
+	t.Cleanup(func() {
+		nc.unblock()
+		_ = client.Close()
+	})
+	c := newConn(s, nc)
+	require.True(t, s.runConn(c, c.serve))
+	return c, nc
+}
+
+// TestCloseFromApplyHookDoesNotBlock closes a connection through an apply
+// hook (a session expired through the log) while the socket's Close blocks.
+// The hook runs on the raft goroutine: it must return at once, and the
+// connection's own goroutine must close the socket.
+func TestCloseFromApplyHookDoesNotBlock(t *testing.T) {
+	tests := []struct {
+		name string
+		hook func(s *Server, c *conn)
+	}{
+		{"session expired", func(s *Server, c *conn) { s.sessionClosed(c.sessionID, true) }},
+		{"state replaced by a snapshot", func(s *Server, _ *conn) { s.stateReplaced() }},
+		{"write refused as out of order", func(_ *Server, c *conn) {
+			c.onApplied(&item{ready: make(chan struct{})})(applyResult{Err: errOutOfOrder})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startServer(t, nil)
+			c, nc := pipeConn(t, s)
+			c.sessionID = 0x4242
+			s.connMu.Lock()
+			s.bySess[c.sessionID] = c
+			s.connMu.Unlock()
+
+			returned := make(chan struct{})
+			go func() {
+				defer close(returned)
+				tt.hook(s, c)
+			}()
+			select {
+			case <-returned:
+			case <-nc.closing:
+				// The socket's Close was entered; the hook must still return
+				// while it is blocked.
+				select {
+				case <-returned:
+				case <-time.After(10 * time.Second):
+					t.Fatal("apply hook blocked on the connection's Close")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("apply hook did not return")
+			}
+			select {
+			case <-nc.closing: // the connection's goroutine closes the socket
+			case <-time.After(10 * time.Second):
+				t.Fatal("socket never closed")
+			}
+			nc.unblock()
+			waitNoConns(t, s)
+		})
+	}
+}
+
+// connGoroutines lists the stacks of running goroutines that belong to a
+// client connection.
+func connGoroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		for _, fn := range []string{"server.(*conn).", "server.(*Server).runConn", "server.(*Server).serveTLS"} {
+			if strings.Contains(g, fn) {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// TestStopWaitsForConnectionGoroutines stops a server while a connection's
+// goroutine is still inside the socket's Close, with real clients connected
+// too. Stop must not return before that goroutine ended, and once it
+// returned no goroutine of any connection may be left.
+func TestStopWaitsForConnectionGoroutines(t *testing.T) {
+	cfg := Default()
+	cfg.ClientPort, cfg.ClientPortAddress = 0, "127.0.0.1"
+	cfg.DataDir = t.TempDir()
+	cfg.AdminEnabled = false
+	s := New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	require.NoError(t, s.Start())
+	t.Cleanup(func() { _ = s.Stop() }) // waits for a Stop in progress
+	for range 5 {
+		c := dial(t, s)
+		_, err := c.Call(jute.OpAddWatch, &jute.AddWatchRequest{Path: "/", Mode: jute.AddWatchModePersistentRecursive}, nil)
+		require.NoError(t, err)
+	}
+	_, nc := pipeConn(t, s)
+
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		assert.NoError(t, s.Stop())
+	}()
+	<-nc.closing // Stop closed the connection; its goroutine is inside Close
+	// While Close is blocked, Stop must not return; a correct Stop never does,
+	// so this bound cannot fail a correct server.
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a connection goroutine was still running")
+	case <-time.After(200 * time.Millisecond):
+	}
+	nc.unblock()
+	<-stopped
+	require.Empty(t, connGoroutines(), "connection goroutines left after Stop")
+	require.Zero(t, s.watchCount())
 }

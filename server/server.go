@@ -70,7 +70,8 @@ type Server struct {
 
 	stopOnce sync.Once
 	stopC    chan struct{}
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // the server's loops (accept, expiry, container, liveness)
+	connWG   sync.WaitGroup // client connections' goroutines (serve, writer); see addConn
 }
 
 // New builds a server from a config; Start runs it.
@@ -241,29 +242,39 @@ func (s *Server) Done() <-chan struct{} { return s.node.Done() }
 func (s *Server) Stop() error {
 	var err error
 	s.stopOnce.Do(func() {
-		close(s.stopC)
-		if s.listener != nil {
-			_ = s.listener.Close()
-		}
-		if s.secureLn != nil {
-			_ = s.secureLn.Close()
-		}
-		if s.peerLn != nil {
-			_ = s.peerLn.Close()
-		}
-		s.ops.stop()
-		s.connMu.Lock()
-		for c := range s.conns {
-			c.close()
-		}
-		s.connMu.Unlock()
-		s.wg.Wait()
-		if s.node != nil {
-			err = s.node.Stop()
-		}
+		err = s.teardown()
 		s.log.Info().Msg("server stopped")
 	})
 	return err
+}
+
+// teardown releases whatever Start opened, in any state Start left the
+// server in: it closes the listeners and client connections, waits for the
+// server's loops and for every connection goroutine to end, then stops the
+// node. Called once, through stopOnce.
+func (s *Server) teardown() error {
+	close(s.stopC)
+	if s.listener != nil {
+		_ = s.listener.Close()
+	}
+	if s.secureLn != nil {
+		_ = s.secureLn.Close()
+	}
+	if s.peerLn != nil {
+		_ = s.peerLn.Close()
+	}
+	s.ops.stop()
+	s.connMu.Lock()
+	for c := range s.conns {
+		c.close()
+	}
+	s.connMu.Unlock()
+	s.wg.Wait()     // the accept loops ended: addConn refuses from now on
+	s.connWG.Wait() // every connection goroutine ended
+	if s.node != nil {
+		return s.node.Stop()
+	}
+	return nil
 }
 
 func (s *Server) sessionCount() int {
