@@ -1,6 +1,8 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"runtime"
 	"strings"
@@ -237,4 +239,129 @@ func TestStopWaitsForConnectionGoroutines(t *testing.T) {
 	<-stopped
 	require.Empty(t, connGoroutines(), "connection goroutines left after Stop")
 	require.Zero(t, s.watchCount())
+}
+
+// TestFailedStartReleasesPorts starts a member whose client port is taken,
+// after its election port was bound and its node started. Start must fail
+// and release everything it opened: the election and peer ports are free,
+// and once the client port is free a new Start on the same ports and data
+// succeeds.
+func TestFailedStartReleasesPorts(t *testing.T) {
+	ports := make([]int, 0, 9)
+	for range 9 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		require.NoError(t, ln.Close())
+	}
+	members := map[uint64]Member{}
+	for i := uint64(1); i <= 3; i++ {
+		p := ports[(i-1)*3:]
+		members[i] = Member{ID: i, Host: "127.0.0.1", PeerPort: p[0], ElectionPort: p[1], Role: "participant",
+			ClientAddr: fmt.Sprintf("127.0.0.1:%d", p[2])}
+	}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	config := func(id uint64) Config {
+		cfg := Default()
+		cfg.AdminEnabled = false
+		cfg.ClientPortAddress, cfg.ClientPort = "127.0.0.1", ports[(id-1)*3+2]
+		cfg.DataDir = dirs[id-1]
+		cfg.ServerID = id
+		cfg.Members = members
+		cfg.ElectionTickMs = 20
+		return cfg
+	}
+	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	var running []*Server
+	t.Cleanup(func() {
+		for _, s := range running {
+			_ = s.Stop()
+		}
+	})
+	errs := make(chan error, 2)
+	for id := uint64(2); id <= 3; id++ {
+		s := New(config(id), logger)
+		running = append(running, s)
+		go func() { errs <- s.Start() }()
+	}
+	for range 2 {
+		require.NoError(t, <-errs)
+	}
+
+	// Member 1's client port is taken: Start fails after the election port,
+	// the raft transport and the node are up.
+	blocker, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", ports[2]))
+	require.NoError(t, err)
+	failed := New(config(1), logger)
+	err = failed.Start()
+	require.ErrorContains(t, err, "listen on 127.0.0.1")
+
+	// The caller of a failed Start does not call Stop: nothing may be left.
+	for _, addr := range []string{members[1].ElectionAddr(), members[1].PeerAddr()} {
+		ln, err := net.Listen("tcp", addr)
+		require.NoError(t, err, "port %s still bound after a failed Start", addr)
+		require.NoError(t, ln.Close())
+	}
+	require.NoError(t, failed.Stop(), "Stop after a failed Start is a no-op")
+	require.NoError(t, blocker.Close())
+	s := New(config(1), logger)
+	running = append(running, s)
+	require.NoError(t, s.Start())
+	c := dial(t, s)
+	_, err = c.Call(jute.OpExists, &jute.PathWatchRequest{Path: "/"}, &jute.StatResponse{})
+	require.NoError(t, err)
+}
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestContainerRemovalAtStop checks containerLoop's proposals against Stop:
+// a running server proposes and goes on; once Stop began, a proposal is
+// canceled (its context derives from the server's stop context) or fails
+// because the node stopped, the loop ends, and nothing is logged as a
+// failure. The loop used to test for context.Canceled on a context that
+// could only time out, so a proposal failing at shutdown was logged.
+func TestContainerRemovalAtStop(t *testing.T) {
+	tests := []struct {
+		name     string
+		stop     bool
+		wantMore bool
+	}{
+		{"running", false, true},
+		{"stopping", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var logs syncBuffer
+			cfg := Default()
+			cfg.ClientPort, cfg.ClientPortAddress = 0, "127.0.0.1"
+			cfg.DataDir = t.TempDir()
+			cfg.AdminEnabled = false
+			s := New(cfg, zerolog.New(&logs).Level(zerolog.WarnLevel))
+			require.NoError(t, s.Start())
+			t.Cleanup(func() { _ = s.Stop() })
+			if tt.stop {
+				require.NoError(t, s.Stop())
+				require.ErrorIs(t, s.stopCtx.Err(), context.Canceled)
+			}
+			more := s.proposeRemoval(entryDeleteContainer, "/c", time.Now().UnixMilli())
+			require.NotContains(t, logs.String(), "propose node removal failed")
+			require.Equal(t, tt.wantMore, more, "the loop goes on only while the server runs")
+		})
+	}
 }
