@@ -78,8 +78,11 @@ type conn struct {
 	replyZxid   int64 // zxid of the last frame built by reply (writer only)
 	writtenZxid int64 // highest reply zxid written so far (writer only)
 
-	closeOnce sync.Once
-	done      chan struct{}
+	closeOnce  sync.Once
+	done       chan struct{}
+	writerDone chan struct{} // closed when the writer goroutine ended; nil if it never started (serve goroutine only)
+
+	watches watchIndex // this connection's watches; guarded by srv.watches.mu
 
 	established time.Time
 	stats       connStats
@@ -114,6 +117,9 @@ type queuedEvent struct {
 	zxid  int64
 	frame []byte
 }
+
+// ownWatches implements watcher.
+func (c *conn) ownWatches() *watchIndex { return &c.watches }
 
 // notify implements watcher: queue the notification of a change made by zxid.
 func (c *conn) notify(frame []byte, zxid int64) {
@@ -154,11 +160,39 @@ func (c *conn) push(add func() bool) {
 	}
 }
 
+// close ends the connection without blocking, so any goroutine may call it,
+// apply hooks on the raft goroutine included. It marks the connection closed,
+// which stops the writer, and expires the socket's deadlines, so a pending
+// Read or Write returns at once. The socket itself is closed by the
+// connection's own goroutine (finish): a TLS Close sends close_notify and can
+// wait seconds for a client that stopped reading.
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		close(c.done)
-		_ = c.nc.Close()
+		_ = c.nc.SetDeadline(time.Now())
 	})
+}
+
+// setReadDeadline sets the socket's read deadline unless the connection is
+// closing; false if it is. close marks the connection before it expires the
+// deadline, so either the deadline set here is overridden by close's or the
+// closing is seen here: a reader never blocks on a closed connection.
+func (c *conn) setReadDeadline(t time.Time) bool {
+	_ = c.nc.SetReadDeadline(t)
+	return !c.closed()
+}
+
+// finish runs on the connection's own goroutine when the connection ends.
+// It stops the writer and waits for it, so no request of the connection runs
+// after this point; then it unregisters the connection and its watches,
+// before the peer can see EOF; then it closes the socket.
+func (c *conn) finish() {
+	c.close()
+	if c.writerDone != nil {
+		<-c.writerDone
+	}
+	c.srv.dropConn(c)
+	_ = c.nc.Close()
 }
 
 func (c *conn) closed() bool {
@@ -172,12 +206,13 @@ func (c *conn) closed() bool {
 
 // serve runs a connection to its end.
 func (c *conn) serve() {
-	defer c.close()
-	defer c.srv.dropConn(c) // unregistered before the peer sees EOF
+	defer c.finish()
 	br := bufio.NewReaderSize(c.nc, 64*1024)
 
 	// A connection that sends nothing is dropped (sessionlessCnxnTimeout).
-	_ = c.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if !c.setReadDeadline(time.Now().Add(10 * time.Second)) {
+		return
+	}
 	var first [4]byte
 	if _, err := io.ReadFull(br, first[:]); err != nil {
 		return
@@ -206,9 +241,17 @@ func (c *conn) serve() {
 	if !c.handshake(&req) {
 		return
 	}
-	_ = c.nc.SetReadDeadline(time.Time{})
+	if !c.setReadDeadline(time.Time{}) {
+		return
+	}
 
-	go c.writeLoop()
+	c.writerDone = make(chan struct{})
+	c.srv.connWG.Add(1) // the serve goroutine's count is held: never from zero
+	go func() {
+		defer c.srv.connWG.Done()
+		defer close(c.writerDone)
+		c.writeLoop()
+	}()
 	c.readLoop(br)
 }
 

@@ -36,14 +36,28 @@ func (s *Server) acceptLoop(ln net.Listener, start func(nc net.Conn)) {
 // startPlain registers and serves a connection of the plain client port.
 func (s *Server) startPlain(nc net.Conn) {
 	c := newConn(s, nc)
-	if !s.addConn(c) {
+	if !s.runConn(c, c.serve) {
 		_ = nc.Close()
-		return
 	}
-	go c.serve()
+}
+
+// runConn registers c and runs its goroutine fn, counted in connWG so Stop
+// waits for it; false (and fn not run) if c was refused.
+func (s *Server) runConn(c *conn, fn func()) bool {
+	if !s.addConn(c) {
+		return false
+	}
+	go func() {
+		defer s.connWG.Done()
+		fn()
+	}()
+	return true
 }
 
 // addConn registers a connection, enforcing maxClientCnxns per client IP.
+// On success it counts the connection's goroutine in connWG (under connMu,
+// after checking stopC, so never after Stop began to wait); runConn starts
+// that goroutine.
 func (s *Server) addConn(c *conn) bool {
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
@@ -58,10 +72,14 @@ func (s *Server) addConn(c *conn) bool {
 	}
 	s.perIP[c.ip]++
 	s.conns[c] = struct{}{}
+	s.connWG.Add(1)
 	return true
 }
 
+// dropConn unregisters a connection that ended. Its watches go first: once a
+// connection is not listed any more, it holds no watch.
 func (s *Server) dropConn(c *conn) {
+	s.watches.removeWatcher(c)
 	s.connMu.Lock()
 	if _, ok := s.conns[c]; ok {
 		delete(s.conns, c)
@@ -73,7 +91,6 @@ func (s *Server) dropConn(c *conn) {
 		delete(s.bySess, c.sessionID)
 	}
 	s.connMu.Unlock()
-	s.watches.removeWatcher(c)
 }
 
 // attachSession binds a session to its connection.

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -77,7 +76,10 @@ type Server struct {
 
 	stopOnce sync.Once
 	stopC    chan struct{}
-	wg       sync.WaitGroup
+	stopCtx  context.Context // canceled when Stop begins, with stopC: bounds the loops' proposals
+	stopCtxC context.CancelFunc
+	wg       sync.WaitGroup // the server's loops (accept, expiry, container, liveness)
+	connWG   sync.WaitGroup // client connections' goroutines (serve, writer); see addConn
 }
 
 // New builds a server from a config; Start runs it.
@@ -99,6 +101,7 @@ func New(cfg Config, log zerolog.Logger) *Server {
 		stopC:   make(chan struct{}),
 		touched: map[int64]struct{}{},
 	}
+	s.stopCtx, s.stopCtxC = context.WithCancel(context.Background())
 	s.serving.Store(true)
 	s.memberSet = cfg.Members
 	if len(s.memberSet) == 0 {
@@ -113,7 +116,7 @@ func New(cfg Config, log zerolog.Logger) *Server {
 
 // Start opens storage, replays the log, waits until every committed entry is
 // applied, then listens for clients.
-func (s *Server) Start() error {
+func (s *Server) Start() (err error) {
 	if err := s.setupTLS(); err != nil {
 		return err
 	}
@@ -122,6 +125,14 @@ func (s *Server) Start() error {
 			return fmt.Errorf("create data dir: %w", err)
 		}
 	}
+	// From here on a failure releases everything opened so far (ports,
+	// goroutines, the node) through Stop's teardown, so a failed Start can
+	// be followed by another on the same ports.
+	defer func() {
+		if err != nil {
+			s.stopOnce.Do(func() { _ = s.teardown() })
+		}
+	}()
 	ccfg := consensus.Config{
 		ID:            s.cfg.ServerID,
 		Peers:         []consensus.Peer{{ID: s.cfg.ServerID}},
@@ -146,53 +157,36 @@ func (s *Server) Start() error {
 		})
 		ccfg.Transport = s.transport
 		ln, err := net.Listen("tcp", self.ElectionAddr())
-		if err == nil && s.quorumTLS != nil {
-			ln = tls.NewListener(ln, s.quorumTLS) // sslQuorum covers the liveness channel too
-		}
 		if err != nil {
 			return fmt.Errorf("listen on election port %s: %w", self.ElectionAddr(), err)
+		}
+		if s.quorumTLS != nil {
+			ln = tls.NewListener(ln, s.quorumTLS) // sslQuorum covers the liveness channel too
 		}
 		s.peerLn = ln
 	}
 	node, err := consensus.Start(ccfg, s.sm)
 	if err != nil {
-		if s.peerLn != nil {
-			_ = s.peerLn.Close()
-		}
 		return fmt.Errorf("start consensus: %w", err)
 	}
 	s.node = node
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := waitCaughtUp(ctx, node); err != nil {
-		_ = node.Stop()
 		return fmt.Errorf("wait for log replay: %w", err)
 	}
 	if s.cfg.ClientPort >= 0 {
 		addr := net.JoinHostPort(s.cfg.ClientPortAddress, strconv.Itoa(s.cfg.ClientPort))
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
-			_ = node.Stop()
 			return fmt.Errorf("listen on %s: %w", addr, err)
 		}
 		s.listener = ln
 	}
-	closeListeners := func() {
-		if s.listener != nil {
-			_ = s.listener.Close()
-		}
-		if s.secureLn != nil {
-			_ = s.secureLn.Close()
-		}
-	}
 	if err := s.listenSecure(); err != nil {
-		closeListeners()
-		_ = node.Stop()
 		return err
 	}
 	if err := s.ops.start(); err != nil {
-		closeListeners()
-		_ = node.Stop()
 		return err
 	}
 	if s.listener != nil {
@@ -248,29 +242,40 @@ func (s *Server) Done() <-chan struct{} { return s.node.Done() }
 func (s *Server) Stop() error {
 	var err error
 	s.stopOnce.Do(func() {
-		close(s.stopC)
-		if s.listener != nil {
-			_ = s.listener.Close()
-		}
-		if s.secureLn != nil {
-			_ = s.secureLn.Close()
-		}
-		if s.peerLn != nil {
-			_ = s.peerLn.Close()
-		}
-		s.ops.stop()
-		s.connMu.Lock()
-		for c := range s.conns {
-			c.close()
-		}
-		s.connMu.Unlock()
-		s.wg.Wait()
-		if s.node != nil {
-			err = s.node.Stop()
-		}
+		err = s.teardown()
 		s.log.Info().Msg("server stopped")
 	})
 	return err
+}
+
+// teardown releases whatever Start opened, in any state Start left the
+// server in: it closes the listeners and client connections, waits for the
+// server's loops and for every connection goroutine to end, then stops the
+// node. Called once, through stopOnce.
+func (s *Server) teardown() error {
+	close(s.stopC)
+	s.stopCtxC()
+	if s.listener != nil {
+		_ = s.listener.Close()
+	}
+	if s.secureLn != nil {
+		_ = s.secureLn.Close()
+	}
+	if s.peerLn != nil {
+		_ = s.peerLn.Close()
+	}
+	s.ops.stop()
+	s.connMu.Lock()
+	for c := range s.conns {
+		c.close()
+	}
+	s.connMu.Unlock()
+	s.wg.Wait()     // the accept loops ended: addConn refuses from now on
+	s.connWG.Wait() // every connection goroutine ended
+	if s.node != nil {
+		return s.node.Stop()
+	}
+	return nil
 }
 
 func (s *Server) sessionCount() int {
@@ -574,16 +579,30 @@ func (s *Server) containerLoop() {
 			paths []string
 		}{{entryDeleteContainer, containers}, {entryDeleteTTL, ttls}} {
 			for _, p := range list.paths {
-				e := &entry{Type: list.typ, Time: now, Body: jute.Marshal(&jute.PathRequest{Path: p})}
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				err := s.propose(ctx, e, nil)
-				cancel()
-				if err != nil && !errors.Is(err, context.Canceled) {
-					s.log.Warn().Err(err).Str("path", p).Msg("propose node removal failed")
+				if !s.proposeRemoval(list.typ, p, now) {
+					return
 				}
 			}
 		}
 	}
+}
+
+// proposeRemoval proposes the removal of one container or TTL node; false
+// when the server is stopping. Stop cancels a proposal in flight (its context
+// derives from stopCtx), and a failure caused by stopping is not worth a
+// warning; any other failure is, and the next pass retries.
+func (s *Server) proposeRemoval(typ int32, path string, now int64) bool {
+	e := &entry{Type: typ, Time: now, Body: jute.Marshal(&jute.PathRequest{Path: path})}
+	ctx, cancel := context.WithTimeout(s.stopCtx, 5*time.Second)
+	err := s.propose(ctx, e, nil)
+	cancel()
+	if s.stopCtx.Err() != nil {
+		return false
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Str("path", path).Msg("propose node removal failed")
+	}
+	return true
 }
 
 func sessionHex(id int64) string { return "0x" + strconv.FormatUint(uint64(id), 16) }

@@ -60,18 +60,18 @@ func (s *Server) secureClientPort() int {
 func (s *Server) startTLS(nc net.Conn) {
 	tc := tls.Server(nc, s.clientTLS)
 	c := newConn(s, tc)
-	if !s.addConn(c) {
+	if !s.runConn(c, func() { s.serveTLS(c, tc) }) {
 		_ = nc.Close()
-		return
 	}
-	go s.serveTLS(c, tc)
 }
 
 // serveTLS completes the handshake, adds the certificate's identity and
 // serves the connection.
 func (s *Server) serveTLS(c *conn, tc *tls.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
+	watching := make(chan struct{})
 	go func() {
+		defer close(watching)
 		select {
 		case <-c.done: // Stop closed the connection
 			cancel()
@@ -80,16 +80,15 @@ func (s *Server) serveTLS(c *conn, tc *tls.Conn) {
 	}()
 	err := tc.HandshakeContext(ctx)
 	cancel()
+	<-watching
 	if err != nil {
 		c.log.Info().Err(err).Msg("client TLS handshake failed, closing connection")
-		c.close()
-		s.dropConn(c)
+		c.finish()
 		return
 	}
 	if err := s.addCertIdentity(c, tc.ConnectionState()); err != nil {
 		c.log.Warn().Err(err).Msg("client certificate has no usable subject, closing connection")
-		c.close()
-		s.dropConn(c)
+		c.finish()
 		return
 	}
 	c.serve()

@@ -18,20 +18,56 @@ const (
 	watchRecursive                   // stays; the path and every descendant, never NodeChildrenChanged
 )
 
-// watcher is what a watch notifies: a client connection.
+// watcher is what a watch notifies: a client connection. ownWatches returns
+// the watcher's own bookkeeping, which only the watchManager touches, under
+// its lock.
 type watcher interface {
 	notify(frame []byte, zxid int64)
+	ownWatches() *watchIndex
 }
 
+// watchIndex is the per-watcher side of the watch tables: the paths the
+// watcher holds in each table (so dropping a connection costs its own
+// watches, not every watched path), and whether it was retired. A retired
+// watcher's connection is gone: no watch can be registered for it again.
+// Guarded by watchManager.mu.
+type watchIndex struct {
+	retired bool
+	paths   [2]map[string]struct{} // by watchTable.slot
+}
+
+// ownWatches implements watcher for types that embed a watchIndex.
+func (x *watchIndex) ownWatches() *watchIndex { return x }
+
+const (
+	slotData  = 0
+	slotChild = 1
+)
+
 // watchTable is one of ZooKeeper's two watch tables (data and child): for each
-// path, the watching connections and their mode.
+// path, the watching connections and their mode. Every entry (w, path) is
+// also in w's watchIndex under the table's slot.
 type watchTable struct {
+	slot      int
 	byPath    map[string]map[watcher]watchMode
 	recursive int // number of recursive entries; ancestors are searched only when > 0
 }
 
-func newWatchTable() watchTable {
-	return watchTable{byPath: map[string]map[watcher]watchMode{}}
+func newWatchTable(slot int) watchTable {
+	return watchTable{slot: slot, byPath: map[string]map[watcher]watchMode{}}
+}
+
+// indexAdd and indexDel keep w's watchIndex in step with the table.
+func (t *watchTable) indexAdd(w watcher, path string) {
+	x := w.ownWatches()
+	if x.paths[t.slot] == nil {
+		x.paths[t.slot] = map[string]struct{}{}
+	}
+	x.paths[t.slot][path] = struct{}{}
+}
+
+func (t *watchTable) indexDel(w watcher, path string) {
+	delete(w.ownWatches().paths[t.slot], path)
 }
 
 func (t *watchTable) add(w watcher, path string, mode watchMode) {
@@ -51,6 +87,9 @@ func (t *watchTable) add(w watcher, path string, mode watchMode) {
 		t.recursive++
 	}
 	m[w] = mode
+	if !had {
+		t.indexAdd(w, path)
+	}
 }
 
 func (t *watchTable) remove(w watcher, path string) bool {
@@ -66,6 +105,7 @@ func (t *watchTable) remove(w watcher, path string) bool {
 	if len(m) == 0 {
 		delete(t.byPath, path)
 	}
+	t.indexDel(w, path)
 	return true
 }
 
@@ -93,6 +133,7 @@ func (t *watchTable) trigger(path string, typ int32, out map[watcher]struct{}) {
 					out[w] = struct{}{}
 					if mode == watchStandard {
 						delete(m, w)
+						t.indexDel(w, p)
 					}
 				}
 			}
@@ -120,6 +161,11 @@ func parentPath(p string) string {
 // connections, are not replicated, and are dropped when the connection
 // closes. It has its own lock: reads register watches under the state
 // machine's read lock, concurrently with each other.
+//
+// Invariant: no watch outlives its connection. removeWatcher retires the
+// watcher under the lock, and every registration checks that flag under the
+// same lock, so a read that finishes after its connection was dropped
+// registers nothing.
 type watchManager struct {
 	mu    sync.Mutex
 	data  watchTable // data and exist watches, and persistent/recursive ones
@@ -127,18 +173,22 @@ type watchManager struct {
 }
 
 func newWatchManager() *watchManager {
-	return &watchManager{data: newWatchTable(), child: newWatchTable()}
+	return &watchManager{data: newWatchTable(slotData), child: newWatchTable(slotChild)}
 }
 
 func (m *watchManager) addData(w watcher, path string) {
 	m.mu.Lock()
-	m.data.add(w, path, watchStandard)
+	if !w.ownWatches().retired {
+		m.data.add(w, path, watchStandard)
+	}
 	m.mu.Unlock()
 }
 
 func (m *watchManager) addChild(w watcher, path string) {
 	m.mu.Lock()
-	m.child.add(w, path, watchStandard)
+	if !w.ownWatches().retired {
+		m.child.add(w, path, watchStandard)
+	}
 	m.mu.Unlock()
 }
 
@@ -151,8 +201,10 @@ func (m *watchManager) addPersistent(w watcher, path string, recursive bool) {
 		mode = watchRecursive
 	}
 	m.mu.Lock()
-	m.data.add(w, path, mode)
-	m.child.add(w, path, mode)
+	if !w.ownWatches().retired {
+		m.data.add(w, path, mode)
+		m.child.add(w, path, mode)
+	}
 	m.mu.Unlock()
 }
 
@@ -218,22 +270,19 @@ func (m *watchManager) check(w watcher, path string, typ int32, remove bool) boo
 	return found
 }
 
-// removeWatcher drops every watch of a closed connection.
+// removeWatcher drops every watch of a closed connection and retires it, so
+// a registration that comes later (a read that was still running) is
+// refused. Its cost is the connection's own watches.
 func (m *watchManager) removeWatcher(w watcher) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	x := w.ownWatches()
+	x.retired = true
 	for _, t := range []*watchTable{&m.data, &m.child} {
-		for p, ws := range t.byPath {
-			if mode, ok := ws[w]; ok {
-				if mode == watchRecursive {
-					t.recursive--
-				}
-				delete(ws, w)
-				if len(ws) == 0 {
-					delete(t.byPath, p)
-				}
-			}
+		for p := range x.paths[t.slot] {
+			t.remove(w, p)
 		}
+		x.paths[t.slot] = nil
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 // recorder is a watcher that decodes the notifications it gets.
 type recorder struct {
+	watchIndex
 	mu     sync.Mutex
 	events []jute.WatcherEvent
 }
@@ -112,4 +113,66 @@ func TestWatchCheckAndRemove(t *testing.T) {
 	m.trigger([]znode.Event{{Type: jute.EventNodeDataChanged, Path: "/a"}}, 1)
 	require.Empty(t, r.take())
 	require.Equal(t, 0, m.summary().Total)
+}
+
+// TestRemoveWatcherRetires checks that removeWatcher drops only the
+// watcher's own entries, found through its own index, and that a retired
+// watcher can register nothing again, whatever the kind of watch.
+func TestRemoveWatcherRetires(t *testing.T) {
+	register := []struct {
+		name string
+		add  func(m *watchManager, w watcher)
+	}{
+		{"data", func(m *watchManager, w watcher) { m.addData(w, "/a") }},
+		{"child", func(m *watchManager, w watcher) { m.addChild(w, "/a") }},
+		{"persistent", func(m *watchManager, w watcher) { m.addPersistent(w, "/a", false) }},
+		{"recursive", func(m *watchManager, w watcher) { m.addPersistent(w, "/", true) }},
+	}
+	for _, tt := range register {
+		t.Run(tt.name, func(t *testing.T) {
+			m := newWatchManager()
+			gone, other := &recorder{}, &recorder{}
+			m.addData(gone, "/x")
+			m.addPersistent(gone, "/y", true)
+			m.addChild(other, "/x")
+			m.addPersistent(other, "/z", true)
+			m.removeWatcher(gone)
+			require.Empty(t, gone.paths[slotData])
+			require.Empty(t, gone.paths[slotChild])
+
+			tt.add(m, gone)
+			sum := m.summary()
+			require.Equal(t, 2, sum.Total, "only the other watcher's watches remain")
+			require.Empty(t, sum.ByWatcher[gone])
+			require.Equal(t, 1, m.data.recursive)
+			require.Equal(t, 1, m.child.recursive)
+			m.trigger([]znode.Event{{Type: jute.EventNodeCreated, Path: "/a"}}, 1)
+			require.Empty(t, gone.take())
+		})
+	}
+}
+
+// TestWatchIndexFollowsTables checks each watcher's own index against the
+// tables after registrations, a one-shot firing and explicit removals.
+func TestWatchIndexFollowsTables(t *testing.T) {
+	m := newWatchManager()
+	r := &recorder{}
+	m.addData(r, "/a")
+	m.addChild(r, "/a")
+	m.addPersistent(r, "/p", false)
+	m.addData(r, "/b")
+	require.Len(t, r.paths[slotData], 3)
+	require.Len(t, r.paths[slotChild], 2)
+
+	m.trigger([]znode.Event{{Type: jute.EventNodeDataChanged, Path: "/a"}}, 1) // fires the one-shot data watch
+	require.NotContains(t, r.paths[slotData], "/a")
+	require.Contains(t, r.paths[slotChild], "/a")
+	require.True(t, m.check(r, "/b", jute.WatcherTypeData, true))
+	require.NotContains(t, r.paths[slotData], "/b")
+	require.Equal(t, map[string]struct{}{"/p": {}}, r.paths[slotData])
+
+	m.removeWatcher(r)
+	require.Zero(t, m.summary().Total)
+	require.Empty(t, m.data.byPath)
+	require.Empty(t, m.child.byPath)
 }
