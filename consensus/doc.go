@@ -78,9 +78,14 @@
 // A nil Config.Transport means a single member. TCPTransport (one
 // persistent connection per peer, length-prefixed raftpb.Message frames,
 // bounded per-peer queues that drop and report the peer unreachable when
-// full, reconnect with backoff) connects a group. AddMember and RemoveMember
-// change membership one voter at a time through ConfChangeV2; the new
-// member's address travels in the conf change so every transport learns it.
+// full, reconnect with backoff) connects a group. AddMember, RemoveMember
+// and ChangeMembers change membership one change at a time through
+// ConfChangeV2, computed from raft's own ConfState; the new member's address
+// travels in the conf change so every transport learns it. A new member is a
+// learner until the leader sees it caught up and promotes it; each change is
+// proposed only after raft applied the previous one (waiters are woken after
+// Advance); a change that leaves no voter, or fewer than a majority of
+// running voters, is refused (see membership.go).
 //
 // # On-disk format
 //

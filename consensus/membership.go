@@ -1,65 +1,424 @@
 package consensus
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
+	"google.golang.org/protobuf/proto"
 )
 
-// AddMember proposes adding p as a voter (its Addr travels in the conf
-// change so every member's transport learns it) and waits until this member
-// has applied the change. The new member must then be started with
-// Config.Join. Raft refuses a conf change while another is pending; the call
-// then waits until ctx is done.
+// Membership changes.
+//
+// Every change is computed from raft's own ConfState (as of this member's
+// applied index), never from a copy kept elsewhere, and goes through the log
+// as one ConfChangeV2 with one change at a time:
+//
+//  1. A new member is added as a learner: it receives the log (or a
+//     snapshot) but does not count for quorum, so adding a member that is
+//     not running yet cannot cost the group its quorum.
+//  2. The leader promotes a learner to voter once it has caught up (its
+//     replication is streaming, it is at most promoteMaxLag entries behind
+//     the commit index, and it was heard from within an election timeout).
+//     zkraft has no observers, so every learner is a voter to be.
+//  3. Removals come last, the current leader's own removal after the others.
+//
+// Raft accepts a conf change only when every earlier one was applied by the
+// leader; otherwise it silently turns the proposal into an empty entry. So a
+// change is proposed only after the previous one was applied here and raft
+// was told so (Advance), and re-proposed when it did not take effect within
+// an election timeout (a forwarded proposal can reach a leader that has not
+// applied the previous change yet). Re-proposing is safe because every step
+// is idempotent and the leader refuses a change that would undo an applied
+// one (demoting a voter to learner, promoting a member that is not a
+// learner).
+//
+// A change of the voters is refused if it leaves no voter (ErrLastVoter) or
+// if fewer than a majority of the new voters are known to be running
+// (ErrNoActiveQuorum). Only the leader hears from every member, so the
+// running check is made on the leader, both for its own proposals and for
+// those that followers forward to it (Step); a follower only checks what it
+// can know (the last voter).
+
+var (
+	// ErrLastVoter is returned for a membership change that would leave
+	// the group without a voter.
+	ErrLastVoter = errors.New("consensus: membership change removes the last voter")
+	// ErrNoActiveQuorum is returned for a membership change after which
+	// fewer than a majority of the voters are known to be running.
+	ErrNoActiveQuorum = errors.New("consensus: membership change leaves no majority of running voters")
+	// ErrNotCaughtUp is returned by AddMember and ChangeMembers when a new
+	// member did not catch up with the leader (and so was not promoted to
+	// voter) before the context ended. It was removed again.
+	ErrNotCaughtUp = errors.New("consensus: new member did not catch up")
+	// errRefusedChange marks a conf change that would undo an applied one.
+	errRefusedChange = errors.New("consensus: conf change conflicts with the applied membership")
+)
+
+// promoteMaxLag is how many entries behind the leader's commit index a
+// learner may be and still be promoted to voter.
+const promoteMaxLag = 128
+
+// AddMember adds p to the group: first as a learner (its Addr travels in the
+// conf change so every member's transport learns it), then, once it has
+// caught up with the leader, as a voter. It returns when this member has
+// applied p's promotion. The new member must be started with Config.Join;
+// if it does not catch up before ctx ends, it is removed again and the error
+// wraps ErrNotCaughtUp.
 func (n *Node) AddMember(ctx context.Context, p Peer) error {
 	if p.ID == 0 {
-		return fmt.Errorf("consensus: add member: id must be non-zero")
+		return errors.New("consensus: add member: id must be non-zero")
 	}
-	cc := &pb.ConfChangeV2{
-		Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeAddNode.Enum(), NodeId: new(p.ID)}},
-		Context: []byte(p.Addr),
-	}
-	return n.changeMembership(ctx, cc, func(cs *pb.ConfState) bool {
-		return slices.Contains(cs.GetVoters(), p.ID)
-	})
+	return n.changeMembers(ctx, []Peer{p}, nil)
 }
 
-// RemoveMember proposes removing member id and waits until this member has
-// applied the change.
+// RemoveMember removes member id (voter or learner) and waits until this
+// member has applied the change. It refuses (ErrLastVoter,
+// ErrNoActiveQuorum) a removal that would leave the group unable to commit.
 func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
-	cc := &pb.ConfChangeV2{
-		Changes: []*pb.ConfChangeSingle{{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: new(id)}},
-	}
-	return n.changeMembership(ctx, cc, func(cs *pb.ConfState) bool {
-		return !slices.Contains(cs.GetVoters(), id) && !slices.Contains(cs.GetLearners(), id)
-	})
+	return n.changeMembers(ctx, nil, []uint64{id})
 }
 
-func (n *Node) changeMembership(ctx context.Context, cc *pb.ConfChangeV2, applied func(*pb.ConfState) bool) error {
-	select {
-	case <-n.done:
-		return ErrStopped
-	default:
+// ChangeMembers makes the voters exactly target: members not in raft's
+// ConfState are added (as learners, promoted once caught up), members of the
+// ConfState not in target are removed. Addresses are used for new members
+// only. It returns when this member has applied the last change; on error
+// the changes applied so far stay applied, except that new members that did
+// not catch up are removed again.
+func (n *Node) ChangeMembers(ctx context.Context, target []Peer) error {
+	if len(target) == 0 {
+		return ErrLastVoter
 	}
-	if n.lead.Load() == 0 {
-		return ErrNoLeader
+	cs := n.appliedConf()
+	want := make(map[uint64]bool, len(target))
+	var add []Peer
+	for _, p := range target {
+		if p.ID == 0 {
+			return errors.New("consensus: change members: id must be non-zero")
+		}
+		want[p.ID] = true
+		if !slices.Contains(cs.GetVoters(), p.ID) {
+			add = append(add, p)
+		}
 	}
-	if err := n.rn.ProposeConfChange(ctx, cc); err != nil {
-		return n.mapErr(err)
+	var remove []uint64
+	for _, id := range slices.Concat(cs.GetVoters(), cs.GetLearners()) {
+		if !want[id] {
+			remove = append(remove, id)
+		}
 	}
+	return n.changeMembers(ctx, add, remove)
+}
+
+// changeMembers adds (as learners, then waits for their promotion) and then
+// removes members, one conf change at a time.
+func (n *Node) changeMembers(ctx context.Context, add []Peer, remove []uint64) error {
+	add = slices.Clone(add)
+	slices.SortFunc(add, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
+	// Refuse at once what is certainly wrong, before changing anything.
+	cs := n.appliedConf()
+	voters := slices.Clone(cs.GetVoters())
+	for _, id := range remove {
+		voters = slices.DeleteFunc(voters, func(v uint64) bool { return v == id })
+	}
+	if len(voters) == 0 && len(add) == 0 {
+		return ErrLastVoter
+	}
+
+	var added []uint64 // learners this call added
+	for _, p := range add {
+		if isMember(n.appliedConf(), p.ID) {
+			continue
+		}
+		cc := confChange(pb.ConfChangeAddLearnerNode, p.ID, p.Addr)
+		if err := n.proposeConfChange(ctx, cc, func(cs *pb.ConfState) bool { return isMember(cs, p.ID) }); err != nil {
+			return fmt.Errorf("consensus: add member %d as learner: %w", p.ID, err)
+		}
+		added = append(added, p.ID)
+		n.lg.Info().Uint64("member", p.ID).Str("addr", p.Addr).Msg("member added as learner")
+	}
+	if len(add) > 0 {
+		promoted := func(cs *pb.ConfState) bool {
+			for _, p := range add {
+				if !slices.Contains(cs.GetVoters(), p.ID) {
+					return false
+				}
+			}
+			return true
+		}
+		if err := n.waitConf(ctx, promoted, nil); err != nil {
+			n.rollbackLearners(added)
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return fmt.Errorf("%w: %w", ErrNotCaughtUp, err)
+			}
+			return err
+		}
+	}
+
+	// The leader's own removal last: it costs the group its leader.
+	remove = slices.Clone(remove)
+	lead := n.lead.Load()
+	slices.SortFunc(remove, func(a, b uint64) int {
+		if (a == lead) != (b == lead) {
+			if a == lead {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a, b)
+	})
+	for _, id := range remove {
+		if !isMember(n.appliedConf(), id) {
+			continue
+		}
+		cc := confChange(pb.ConfChangeRemoveNode, id, "")
+		if err := n.proposeConfChange(ctx, cc, func(cs *pb.ConfState) bool { return !isMember(cs, id) }); err != nil {
+			return fmt.Errorf("consensus: remove member %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// rollbackLearners removes learners this call added that were not promoted,
+// so a member that failed to join does not become a voter later.
+func (n *Node) rollbackLearners(ids []uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), n.electionTimeout()*3)
+	defer cancel()
+	for _, id := range ids {
+		if !slices.Contains(n.appliedConf().GetLearners(), id) {
+			continue
+		}
+		cc := confChange(pb.ConfChangeRemoveNode, id, "")
+		err := n.proposeConfChange(ctx, cc, func(cs *pb.ConfState) bool { return !isMember(cs, id) })
+		n.lg.Warn().Err(err).Uint64("member", id).Msg("removed a new member that did not catch up")
+	}
+}
+
+// proposeConfChange proposes cc until applied(cs) holds for the conf state
+// raft has applied here, re-proposing after every election timeout in which
+// it did not (raft may have turned it into an empty entry).
+func (n *Node) proposeConfChange(ctx context.Context, cc *pb.ConfChangeV2, applied func(*pb.ConfState) bool) error {
+	for {
+		select {
+		case <-n.done:
+			return ErrStopped
+		default:
+		}
+		if applied(n.appliedConf()) {
+			return nil
+		}
+		if err := n.checkConfChange(n.appliedConf(), cc, n.isLeader.Load()); err != nil {
+			return err
+		}
+		if n.lead.Load() != 0 {
+			// A dropped proposal (leader shedding load) is retried below.
+			if err := n.rn.ProposeConfChange(ctx, cc); err != nil && !errors.Is(err, raft.ErrProposalDropped) {
+				return n.mapErr(err)
+			}
+		}
+		retry := time.NewTimer(n.electionTimeout())
+		err := n.waitConf(ctx, applied, retry.C)
+		retry.Stop()
+		if err == nil || !errors.Is(err, errRetry) {
+			return err
+		}
+	}
+}
+
+// errRetry tells proposeConfChange to propose again.
+var errRetry = errors.New("consensus: conf change not applied yet, proposing again")
+
+// waitConf waits until applied holds for the conf state raft has applied
+// on this member. It returns errRetry when retry fires first.
+func (n *Node) waitConf(ctx context.Context, applied func(*pb.ConfState) bool, retry <-chan time.Time) error {
 	for {
 		ch := n.confWatch()
-		if applied(n.confState.Load()) {
+		if applied(n.appliedConf()) {
 			return nil
 		}
 		select {
 		case <-ch:
+		case <-retry:
+			return errRetry
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-n.done:
 			return ErrStopped
 		}
 	}
+}
+
+// checkConfChange refuses cc if, applied to cs, it would undo an applied
+// change or leave the voters without a running majority. The running check
+// needs the leader's view (onLeader); elsewhere every member counts as
+// running and the leader checks again.
+func (n *Node) checkConfChange(cs *pb.ConfState, cc *pb.ConfChangeV2, onLeader bool) error {
+	voters := slices.Clone(cs.GetVoters())
+	changed := false
+	for _, ch := range cc.GetChanges() {
+		id := ch.GetNodeId()
+		isVoter := slices.Contains(voters, id)
+		switch ch.GetType() {
+		case pb.ConfChangeAddLearnerNode:
+			if isVoter {
+				return fmt.Errorf("%w: member %d is a voter, not demoting it", errRefusedChange, id)
+			}
+		case pb.ConfChangeAddNode:
+			if !isVoter && !slices.Contains(cs.GetLearners(), id) {
+				return fmt.Errorf("%w: member %d must join as a learner first", errRefusedChange, id)
+			}
+			if !isVoter {
+				voters, changed = append(voters, id), true
+			}
+		case pb.ConfChangeRemoveNode:
+			if isVoter {
+				voters, changed = slices.DeleteFunc(voters, func(v uint64) bool { return v == id }), true
+			}
+		}
+	}
+	if !changed {
+		return nil
+	}
+	if len(voters) == 0 {
+		return ErrLastVoter
+	}
+	if !onLeader {
+		return nil
+	}
+	running := 0
+	for _, id := range voters {
+		if n.running(id) {
+			running++
+		}
+	}
+	if running < len(voters)/2+1 {
+		return fmt.Errorf("%w: %d of %d voters running", ErrNoActiveQuorum, running, len(voters))
+	}
+	return nil
+}
+
+// peerActivity records when each peer was last heard from (any message).
+type peerActivity struct {
+	mu    sync.Mutex
+	heard map[uint64]time.Time
+}
+
+func (a *peerActivity) record(id uint64, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.heard == nil {
+		a.heard = make(map[uint64]time.Time)
+	}
+	a.heard[id] = now
+}
+
+func (a *peerActivity) since(id uint64) (time.Time, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t, ok := a.heard[id]
+	return t, ok
+}
+
+// running reports whether member id is known to be running: this member,
+// or a peer heard from within an election timeout.
+func (n *Node) running(id uint64) bool {
+	if id == n.cfg.ID {
+		return true
+	}
+	t, ok := n.activity.since(id)
+	return ok && time.Since(t) < n.electionTimeout()
+}
+
+func (n *Node) electionTimeout() time.Duration {
+	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+}
+
+// checkForwarded runs on the leader for a proposal a follower forwarded: a
+// conf change that fails checkConfChange is dropped (the proposer's wait
+// then times out).
+func (n *Node) checkForwarded(m *pb.Message) error {
+	if m.GetType() != pb.MsgProp || !n.isLeader.Load() {
+		return nil
+	}
+	for _, e := range m.GetEntries() {
+		var cc pb.ConfChangeI
+		switch e.GetType() {
+		case pb.EntryConfChange:
+			var c pb.ConfChange
+			if err := proto.Unmarshal(e.GetData(), &c); err != nil {
+				return fmt.Errorf("decode forwarded conf change: %w", err)
+			}
+			cc = &c
+		case pb.EntryConfChangeV2:
+			var c pb.ConfChangeV2
+			if err := proto.Unmarshal(e.GetData(), &c); err != nil {
+				return fmt.Errorf("decode forwarded conf change: %w", err)
+			}
+			cc = &c
+		default:
+			continue
+		}
+		if err := n.checkConfChange(n.appliedConf(), cc.AsV2(), true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// maybePromote runs on the loop goroutine of the leader: it proposes to
+// promote one caught-up learner, at most once per election timeout unless
+// the conf state changed since the last proposal.
+func (n *Node) maybePromote() {
+	if !n.isLeader.Load() {
+		return
+	}
+	cs := n.appliedConf()
+	if len(cs.GetLearners()) == 0 || len(cs.GetVotersOutgoing()) > 0 {
+		return
+	}
+	if cs == n.promoteConf && n.promoteWait > 0 {
+		n.promoteWait--
+		return
+	}
+	st := n.rn.Status()
+	for _, id := range slices.Sorted(slices.Values(cs.GetLearners())) {
+		pr, ok := st.Progress[id]
+		if !ok || pr.State != tracker.StateReplicate || pr.Match+promoteMaxLag < st.GetCommit() || !n.running(id) {
+			continue
+		}
+		cc := confChange(pb.ConfChangeAddNode, id, "")
+		if err := n.checkConfChange(cs, cc, true); err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.TickInterval)
+		err := n.rn.ProposeConfChange(ctx, cc)
+		cancel()
+		n.promoteConf, n.promoteWait = cs, n.cfg.ElectionTicks
+		if err != nil {
+			n.lg.Warn().Err(err).Uint64("member", id).Msg("propose promotion of learner")
+		} else {
+			n.lg.Info().Uint64("member", id).Uint64("match", pr.Match).Uint64("commit", st.GetCommit()).
+				Msg("learner caught up, proposing its promotion to voter")
+		}
+		return
+	}
+}
+
+func confChange(t pb.ConfChangeType, id uint64, addr string) *pb.ConfChangeV2 {
+	cc := &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: t.Enum(), NodeId: new(id)}}}
+	if addr != "" {
+		cc.Context = []byte(addr)
+	}
+	return cc
+}
+
+func isMember(cs *pb.ConfState, id uint64) bool {
+	return slices.Contains(cs.GetVoters(), id) || slices.Contains(cs.GetLearners(), id)
 }

@@ -57,8 +57,12 @@ type Node struct {
 	term      atomic.Uint64
 	snapIndex atomic.Uint64
 	confState atomic.Pointer[pb.ConfState] // as of the applied index
+	// raftConf is confState once raft was told it is applied (Advance):
+	// only then does the leader accept the next conf change.
+	raftConf  atomic.Pointer[pb.ConfState]
 	confMu    sync.Mutex
-	confC     chan struct{} // closed and replaced on every conf state change
+	confC     chan struct{} // closed and replaced when raftConf changes
+	activity  peerActivity  // when each peer was last heard from
 	batches   atomic.Uint64 // bbolt writes that carried log entries
 	persisted atomic.Uint64 // log entries written to bbolt
 
@@ -69,6 +73,9 @@ type Node struct {
 	notifiedMe   bool          // last isLeader passed to OnLeaderChange
 	// snapAfterConfChange asks maybeSnapshot for a snapshot now.
 	snapAfterConfChange bool
+	confDirty           bool          // confState changed, raftConf not yet published
+	promoteConf         *pb.ConfState // conf state of the last promotion proposal
+	promoteWait         int           // ticks before promoting again at promoteConf
 
 	stopOnce sync.Once
 	stopc    chan struct{} // closed by Stop
@@ -181,6 +188,7 @@ func (n *Node) recover() (loadedState, error) {
 		n.applied.advance(md.GetIndex())
 	}
 	n.setConfState(cs)
+	n.publishConf()
 	if st.hardState != nil {
 		if err := n.mem.SetHardState(st.hardState); err != nil {
 			return st, fmt.Errorf("load hard state: %w", err)
@@ -194,10 +202,18 @@ func (n *Node) recover() (loadedState, error) {
 	return st, nil
 }
 
-// setConfState publishes the conf state as of the applied index and wakes
-// confWatch callers.
+// setConfState records the conf state as of the applied index. It is
+// published to confWatch callers by publishConf, after Advance.
 func (n *Node) setConfState(cs *pb.ConfState) {
 	n.confState.Store(cs)
+	n.confDirty = true
+}
+
+// publishConf makes confState the conf state raft has applied and wakes
+// confWatch callers. Called on the loop once raft was told (Advance).
+func (n *Node) publishConf() {
+	n.confDirty = false
+	n.raftConf.Store(n.confState.Load())
 	n.confMu.Lock()
 	defer n.confMu.Unlock()
 	if n.confC != nil {
@@ -206,7 +222,10 @@ func (n *Node) setConfState(cs *pb.ConfState) {
 	n.confC = make(chan struct{})
 }
 
-// confWatch returns a channel closed at the next conf state change.
+// appliedConf returns the conf state raft has applied on this member.
+func (n *Node) appliedConf() *pb.ConfState { return n.raftConf.Load() }
+
+// confWatch returns a channel closed at the next change of appliedConf.
 func (n *Node) confWatch() <-chan struct{} {
 	n.confMu.Lock()
 	defer n.confMu.Unlock()
@@ -222,6 +241,7 @@ func (n *Node) run() {
 		select {
 		case <-ticker.C:
 			n.rn.Tick()
+			n.maybePromote()
 		case rd := <-n.rn.Ready():
 			if err := n.handleReady(rd); err != nil {
 				n.fatal = err
@@ -335,8 +355,15 @@ func (n *Node) Err() error {
 	}
 }
 
-// Step implements MessageHandler.
+// Step implements MessageHandler. It records that the sender is running,
+// and on the leader drops a forwarded conf change that checkConfChange
+// refuses.
 func (n *Node) Step(ctx context.Context, m *pb.Message) error {
+	n.activity.record(m.GetFrom(), time.Now())
+	if err := n.checkForwarded(m); err != nil {
+		n.lg.Warn().Err(err).Uint64("from", m.GetFrom()).Msg("dropping forwarded conf change")
+		return nil
+	}
 	return n.mapErr(n.rn.Step(ctx, m))
 }
 

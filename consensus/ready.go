@@ -61,6 +61,9 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		return err
 	}
 	n.rn.Advance()
+	if n.confDirty {
+		n.publishConf()
+	}
 	return nil
 }
 

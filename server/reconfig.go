@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -164,67 +166,20 @@ func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
 	if r.CurConfigID != -1 && r.CurConfigID != version {
 		return jute.ErrBadVersion, 0
 	}
-	target := map[uint64]Member{}
-	if strings.TrimSpace(r.NewMembers) != "" {
-		for _, spec := range splitList(r.NewMembers) {
-			m, err := parseServerSpec(spec)
-			if err != nil {
-				return jute.ErrBadArguments, 0
-			}
-			target[m.ID] = m
-		}
-	} else {
-		for id, m := range current {
-			target[id] = m
-		}
-		for _, spec := range splitList(r.JoiningServers) {
-			m, err := parseServerSpec(spec)
-			if err != nil {
-				return jute.ErrBadArguments, 0
-			}
-			target[m.ID] = m
-		}
-		for _, spec := range splitList(r.LeavingServers) {
-			id, err := strconv.ParseUint(strings.TrimPrefix(spec, "server."), 10, 64)
-			if err != nil {
-				return jute.ErrBadArguments, 0
-			}
-			delete(target, id)
-		}
-	}
-	if len(target) == 0 {
-		return jute.ErrBadArguments, 0
+	target, code := s.reconfigTarget(r, current)
+	if code != 0 {
+		return code, 0
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 	defer cancel()
-	var added, removed []uint64
-	for id := range target {
-		if _, ok := current[id]; !ok {
-			added = append(added, id)
+	if err := s.node.ChangeMembers(ctx, consensusPeers(target)); err != nil {
+		s.log.Warn().Err(err).Uints64("members", slices.Sorted(maps.Keys(target))).Msg("reconfig: membership change failed")
+		if errors.Is(err, consensus.ErrLastVoter) {
+			return jute.ErrBadArguments, 0
 		}
+		return jute.ErrNewConfigNoQuorum, 0
 	}
-	for id := range current {
-		if _, ok := target[id]; !ok {
-			removed = append(removed, id)
-		}
-	}
-	sort.Slice(added, func(i, j int) bool { return added[i] < added[j] })
-	sort.Slice(removed, func(i, j int) bool { return removed[i] < removed[j] })
-	for _, id := range added {
-		m := target[id]
-		if err := s.node.AddMember(ctx, consensus.Peer{ID: id, Addr: m.PeerAddr()}); err != nil {
-			s.log.Warn().Err(err).Uint64("member", id).Msg("reconfig: add member failed")
-			return jute.ErrNewConfigNoQuorum, 0
-		}
-		s.log.Info().Uint64("member", id).Str("peer", m.PeerAddr()).Msg("member added")
-	}
-	for _, id := range removed {
-		if err := s.node.RemoveMember(ctx, id); err != nil {
-			s.log.Warn().Err(err).Uint64("member", id).Msg("reconfig: remove member failed")
-			return jute.ErrNewConfigNoQuorum, 0
-		}
-		s.log.Info().Uint64("member", id).Msg("member removed")
-	}
+	s.log.Info().Uints64("members", slices.Sorted(maps.Keys(target))).Msg("reconfig: membership changed")
 	// Publishing is idempotent (it writes the target membership), so it is
 	// retried when a leader change fails it: removing the leader causes one.
 	for {
@@ -248,6 +203,55 @@ func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
 		case <-time.After(time.Duration(s.cfg.ElectionTickMs) * time.Millisecond):
 		}
 	}
+}
+
+// reconfigTarget computes the membership r asks for. An incremental change
+// starts from raft's own voters (not from /zookeeper/config, which is
+// published after the change and may lag behind it); current supplies their
+// addresses. A non-zero code is the ZooKeeper error to answer.
+func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Member) (map[uint64]Member, int32) {
+	target := map[uint64]Member{}
+	if strings.TrimSpace(r.NewMembers) != "" {
+		for _, spec := range splitList(r.NewMembers) {
+			m, err := parseServerSpec(spec)
+			if err != nil {
+				return nil, jute.ErrBadArguments
+			}
+			target[m.ID] = m
+		}
+		return target, 0
+	}
+	known := s.members()
+	for _, id := range s.node.Status().Voters {
+		m, ok := current[id]
+		if !ok {
+			m, ok = known[id]
+		}
+		if !ok {
+			s.log.Warn().Uint64("member", id).Msg("reconfig: no address known for a voter")
+			return nil, jute.ErrReconfigInProgress
+		}
+		target[id] = m
+	}
+	for _, spec := range splitList(r.JoiningServers) {
+		m, err := parseServerSpec(spec)
+		if err != nil {
+			return nil, jute.ErrBadArguments
+		}
+		target[m.ID] = m
+	}
+	for _, spec := range splitList(r.LeavingServers) {
+		id, err := strconv.ParseUint(strings.TrimPrefix(spec, "server."), 10, 64)
+		if err != nil {
+			return nil, jute.ErrBadArguments
+		}
+		delete(target, id)
+	}
+	if len(target) == 0 {
+		// Removing every voter would leave no one to commit anything.
+		return nil, jute.ErrBadArguments
+	}
+	return target, 0
 }
 
 // parseServerSpec parses "server.N=host:peer:election[:role][;client]".

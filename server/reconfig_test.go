@@ -1,0 +1,102 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// freeMember returns a member on free loopback ports.
+func freeMember(t *testing.T, id uint64) Member {
+	t.Helper()
+	var ports [3]int
+	for i := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		require.NoError(t, ln.Close())
+	}
+	return Member{ID: id, Host: "127.0.0.1", PeerPort: ports[0], ElectionPort: ports[1], Role: "participant",
+		ClientAddr: fmt.Sprintf("127.0.0.1:%d", ports[2])}
+}
+
+// startJoiner starts member m with Join, knowing members; its Start returns
+// once it was added and caught up, so it runs in the background.
+func startJoiner(t *testing.T, m Member, members map[uint64]Member) (*Server, <-chan error) {
+	t.Helper()
+	all := map[uint64]Member{m.ID: m}
+	for id, o := range members {
+		all[id] = o
+	}
+	_, port, _ := net.SplitHostPort(m.ClientAddr)
+	cfg := Default()
+	cfg.AdminEnabled = false
+	cfg.ClientPortAddress = "127.0.0.1"
+	_, _ = fmt.Sscan(port, &cfg.ClientPort)
+	cfg.DataDir = t.TempDir()
+	cfg.ServerID = m.ID
+	cfg.Members = all
+	cfg.ElectionTickMs = 20
+	cfg.Join = true
+	s := New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	errc := make(chan error, 1)
+	go func() { errc <- s.Start() }()
+	t.Cleanup(func() { _ = s.Stop() })
+	return s, errc
+}
+
+// TestReconfigAddsTwoMembersAtOnce: one reconfig joining two members ends
+// with both voters on every member and both in /zookeeper/config (before
+// the fix the second conf change was turned into an empty entry and the
+// reconfig failed with NewConfigNoQuorum).
+func TestReconfigAddsTwoMembersAtOnce(t *testing.T) {
+	servers, members := startEnsemble(t, 3, func(cfg *Config) { cfg.ReconfigEnabled = true })
+	m4, m5 := freeMember(t, 4), freeMember(t, 5)
+	s4, err4 := startJoiner(t, m4, members)
+	s5, err5 := startJoiner(t, m5, members)
+
+	// On the leader, the second conf change used to reach raft before it
+	// was told the first was applied.
+	var lead *Server
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if s.node.IsLeader() {
+				lead = s
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond)
+	code, _ := lead.reconfigure(&jute.ReconfigRequest{
+		JoiningServers: m4.String() + "," + m5.String(), CurConfigID: -1,
+	})
+	require.Equal(t, int32(0), code)
+	require.NoError(t, <-err4)
+	require.NoError(t, <-err5)
+	for _, s := range append(servers, s4, s5) {
+		require.Eventually(t, func() bool {
+			return slices.Equal(s.node.Status().Voters, []uint64{1, 2, 3, 4, 5})
+		}, 10*time.Second, 10*time.Millisecond, "member %d", s.cfg.ServerID)
+	}
+	// The member that ran the reconfig has applied the published config.
+	lead.sm.mu.RLock()
+	data, _, _ := lead.sm.tree.GetData("/zookeeper/config")
+	lead.sm.mu.RUnlock()
+	for _, m := range []Member{m4, m5} {
+		require.Contains(t, string(data), m.String())
+	}
+
+	// Removing every voter is refused and changes nothing.
+	code, _ = servers[0].reconfigure(&jute.ReconfigRequest{LeavingServers: "1,2,3,4,5", CurConfigID: -1})
+	require.Equal(t, jute.ErrBadArguments, code)
+	require.Equal(t, []uint64{1, 2, 3, 4, 5}, servers[0].node.Status().Voters)
+	require.Equal(t, 5, strings.Count(string(data), "server."))
+}
