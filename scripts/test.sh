@@ -12,9 +12,16 @@ unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 if [ -n "$unformatted" ]; then echo "gofmt needed: $unformatted"; exit 1; fi
 go vet ./...
 go tool staticcheck ./...
+# -diff prints what tidy would change and exits non-zero, without writing.
+if ! go mod tidy -diff; then
+  echo "go mod tidy would change go.mod/go.sum: run it and commit the result"; exit 1
+fi
 
 echo "== unit tests"
 go test -race -count=1 -timeout 10m $(go list ./... | grep -v /compat-tests/)
+
+echo "== unit tests with znode.Check after every write (-tags invariants)"
+go test -tags invariants -count=1 -timeout 10m ./znode ./server
 
 if [ "${1:-}" != quick ]; then
   echo "== fuzzing (bounded)"

@@ -194,6 +194,35 @@ func TestFourLetterWhitelist(t *testing.T) {
 	}
 }
 
+// TestFourLetterUnimplementedWords pins what the README says of gtmk, stmk
+// and hash: "*" does not enable them, and named in the whitelist they answer
+// nothing, since zkraft has no trace mask or digest log to print.
+func TestFourLetterUnimplementedWords(t *testing.T) {
+	tests := []struct {
+		name      string
+		whitelist string
+		want      func(word string) string
+	}{
+		{name: "star", whitelist: "*", want: func(w string) string {
+			return w + " is not executed because it is not in the whitelist.\n"
+		}},
+		{name: "named", whitelist: "ruok, gtmk, stmk, hash", want: func(string) string { return "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "zoo.cfg")
+			require.NoError(t, os.WriteFile(path, []byte("4lw.commands.whitelist="+tt.whitelist+"\n"), 0o600))
+			cfg, err := Load(path, zerolog.Nop())
+			require.NoError(t, err)
+			s := startServer(t, func(c *Config) { c.FourLetterWords = cfg.FourLetterWords })
+			require.Equal(t, "imok", fourLetter(t, s, "ruok"))
+			for _, w := range []string{"gtmk", "stmk", "hash"} {
+				require.Equal(t, tt.want(w), fourLetter(t, s, w), w)
+			}
+		})
+	}
+}
+
 func TestFourLetterNotServing(t *testing.T) {
 	s := startServer(t, withAdmin)
 	s.serving.Store(false)

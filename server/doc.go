@@ -11,10 +11,63 @@
 //	the proposing member's waiter: hands the result to the connection's writer
 //	connection writer: writes queued events, then the reply, strictly in request order
 //
-// Goroutines: one accept loop; per connection one reader and one writer; the
-// consensus apply goroutine calls stateMachine.Apply; on the leader, an
-// expiry loop (sessions) and a container loop (empty containers, expired TTL
-// nodes) propose their decisions through the log.
+// # Goroutines and what each owns
+//
+//   - consensus loop (started by consensus.Start, stopped by Node.Stop from
+//     Server.Stop): calls stateMachine.Apply, Snapshot and Restore, the
+//     applyHooks (applied, sessionCreated, sessionClosed, configChanged,
+//     stateReplaced) and onLeaderChange, one at a time. It owns the write
+//     side of stateMachine (tree, sessions, order, lastZxid). Nothing it
+//     calls may block on a client or call Node.Stop; onLeaderChange starts
+//     publishInitialConfig on its own goroutine because that proposes.
+//   - acceptLoop, one per client listener (Start; listenSecure for TLS):
+//     registers connections (addConn) and starts their reader. Tracked by
+//     Server.wg; ends when Stop closes the listener.
+//   - per connection, the reader (conn.serve, after serveTLS's handshake for
+//     TLS) owns the read side of the socket, conn.writeSeq and the
+//     proposals of its requests; it starts the writer (conn.writeLoop) after
+//     the handshake. The writer owns the socket's write side, conn.enc,
+//     conn.bw, replyZxid and writtenZxid, and drains conn.items in order.
+//     Both end on conn.close (closes done and the socket): the reader's
+//     deferred dropConn unregisters the connection and its watches. Stop
+//     closes every registered connection.
+//   - short-lived helpers bounded by a timeout, not tracked by Server.wg:
+//     serveTLS's handshake canceller, handleSync's ReadIndex, handleReconfig's
+//     reconfigure, publishInitialConfig.
+//   - expiryLoop and containerLoop (Start, Server.wg, end on stopC): act only
+//     while this member is leader and propose their decisions; apply
+//     re-checks them.
+//   - ensembles only, livenessSender, livenessReceiver (and one reader per
+//     accepted liveness connection) and servingMonitor (Start, Server.wg,
+//     end on stopC or when Stop closes the election-port listener).
+//   - AdminServer and Prometheus endpoint: one http.Server.Serve goroutine
+//     each (operability.start), ended by operability.stop from Stop.
+//
+// # Lock order
+//
+// Mutexes of this package, outermost first. A goroutine holding one may take
+// only those listed after it on its line; every other mutex is a leaf,
+// held only for a few map or slice operations and never while calling out.
+//
+//	Server.reconfigMu  -> stateMachine.mu (read), Server.memberMu, Server.waitMu
+//	                      (held for a whole reconfig, while it waits for applies;
+//	                      never taken on the consensus loop, so that wait ends)
+//	stateMachine.mu    -> watchManager.mu -> conn.oobMu
+//	                      (Apply queues events with the write lock held; reads
+//	                      and setWatches register watches with the read lock held)
+//	Server.connMu      -> none (conn.close under it takes no mutex)
+//	Server.waitMu, Server.touchMu, Server.memberMu, conn.oobMu,
+//	serverStats.throttleMu, operability.mu: leaves
+//
+// session.Tracker's and consensus.Node's own locks are leaves from this
+// package's view: their methods are called with no server mutex held, except
+// that Node methods may be called under reconfigMu. Server.stopOnce and
+// conn.closeOnce are sync.Once. No server mutex is held while a waiter
+// callback or an apply hook runs. conn.close takes no mutex of this package
+// but closes the socket (a TLS close may wait on the peer); it runs under
+// connMu (Stop, stateReplaced, servingMonitor) and, when a client that does
+// not read overflows its event queue, under stateMachine.mu and
+// watchManager.mu (conn.push from watchManager.trigger).
 //
 // Invariants:
 //   - Replies leave a connection in the order its requests arrived; ping

@@ -1,16 +1,10 @@
 package server
 
 import (
-	"fmt"
-	"io"
-	"io/fs"
 	"math"
 	"net"
 	"os"
-	"os/user"
 	"path/filepath"
-	"runtime"
-	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,200 +19,8 @@ const Version = "3.8.4-zkraft-0.1.0"
 // quorum.
 const notServing = "This ZooKeeper instance is not currently serving requests"
 
-// allFourLetterWords are the words ZooKeeper 3.8 recognises. A recognised
-// word that is not whitelisted is refused with a message; zkraft implements
-// the ones in knownFourLetterWords (config.go), which "*" enables.
-var allFourLetterWords = map[string]bool{
-	"ruok": true, "srvr": true, "stat": true, "conf": true, "cons": true, "crst": true, "dump": true,
-	"envi": true, "mntr": true, "wchs": true, "wchc": true, "wchp": true, "dirs": true, "isro": true,
-	"srst": true, "gtmk": true, "stmk": true, "hash": true,
-}
-
-func isFourLetterWord(s string) bool { return allFourLetterWords[s] }
-
-// fourLetterWord answers one command on a connection that sent no
-// ConnectRequest, then the caller closes it.
-func (s *Server) fourLetterWord(nc net.Conn, cmd string) {
-	_ = nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
-	if !s.cfg.FourLetterWords[cmd] {
-		_, _ = io.WriteString(nc, cmd+" is not executed because it is not in the whitelist.\n")
-		return
-	}
-	_, _ = io.WriteString(nc, s.fourLetterOutput(cmd))
-}
-
-// fourLetterOutput renders a command as ZooKeeper 3.8 prints it. The data
-// comes from the views below, which the AdminServer's JSON shares.
-func (s *Server) fourLetterOutput(cmd string) string {
-	switch cmd {
-	case "ruok":
-		return "imok"
-	case "isro":
-		if !s.serving.Load() {
-			return "null"
-		}
-		return "rw"
-	case "envi":
-		var b strings.Builder
-		b.WriteString("Environment:\n")
-		for _, kv := range environment() {
-			fmt.Fprintf(&b, "%s=%v\n", kv.k, kv.v)
-		}
-		return b.String()
-	}
-	if !s.serving.Load() {
-		return notServing + "\n"
-	}
-	var b strings.Builder
-	switch cmd {
-	case "srvr", "stat":
-		s.writeServerStats(&b, cmd == "stat")
-	case "srst":
-		s.resetServerStats()
-		return "Server stats reset.\n"
-	case "crst":
-		s.resetConnectionStats()
-		return "Connection stats reset.\n"
-	case "conf":
-		for _, kv := range s.configuration() {
-			fmt.Fprintf(&b, "%s=%v\n", kv.k, kv.v)
-		}
-		if m := s.membershipText(); m != "" {
-			b.WriteString("membership: \n" + m)
-		}
-	case "cons":
-		for _, c := range s.connViews() {
-			b.WriteString(c.line(false))
-		}
-		b.WriteString("\n")
-	case "dirs":
-		dataSize, logSize := s.dirSizes()
-		fmt.Fprintf(&b, "datadir_size: %d\nlogdir_size: %d\n", dataSize, logSize)
-	case "wchs":
-		w := s.dataWatches()
-		fmt.Fprintf(&b, "%d connections watching %d paths\nTotal watches:%d\n", len(w.bySession), len(w.byPath), w.total)
-	case "wchc":
-		w := s.dataWatches()
-		for _, id := range sortedKeys(w.bySession) {
-			b.WriteString(sessionHex(id) + "\n")
-			for _, p := range w.bySession[id] {
-				b.WriteString("\t" + p + "\n")
-			}
-		}
-		b.WriteString("\n")
-	case "wchp":
-		w := s.dataWatches()
-		for _, p := range sortedKeys(w.byPath) {
-			b.WriteString(p + "\n")
-			for _, id := range w.byPath[p] {
-				b.WriteString("\t" + sessionHex(id) + "\n")
-			}
-		}
-		b.WriteString("\n")
-	case "dump":
-		s.writeDump(&b)
-	case "mntr":
-		for _, m := range s.monitorMetrics() {
-			fmt.Fprintf(&b, "zk_%s\t%s\n", m.k, formatValue(m.v))
-		}
-	default:
-		return ""
-	}
-	return b.String()
-}
-
-// writeServerStats prints srvr (and stat, which adds the clients) with the
-// lines in ZooKeeper's order: monitoring tools read them by position.
-func (s *Server) writeServerStats(b *strings.Builder, withClients bool) {
-	v := s.statsView()
-	fmt.Fprintf(b, "Zookeeper version: %s\n", v.version)
-	if withClients {
-		b.WriteString("Clients:\n")
-		for _, c := range s.connViews() {
-			b.WriteString(c.line(true))
-		}
-		b.WriteString("\n")
-	}
-	fmt.Fprintf(b, "Latency min/avg/max: %d/%s/%d\n", v.minLatency, javaDouble(v.avgLatency), v.maxLatency)
-	fmt.Fprintf(b, "Received: %d\nSent: %d\nConnections: %d\nOutstanding: %d\n", v.received, v.sent, v.connections, v.outstanding)
-	fmt.Fprintf(b, "Zxid: 0x%x\nMode: %s\nNode count: %d\n", uint64(v.zxid), v.mode, v.nodeCount)
-	if v.mode == "leader" {
-		// ZooKeeper's proposal size statistics; zkraft does not keep them,
-		// and -1 is ZooKeeper's "no proposal yet".
-		b.WriteString("Proposal sizes last/min/max: -1/-1/-1\n")
-	}
-}
-
-// line renders a connection as stat (brief) or cons prints it.
-func (c connView) line(brief bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, " /%s[%d](queued=%d,recved=%d,sent=%d", c.remote, c.interestOps, c.queued, c.received, c.sent)
-	if !brief && c.sessionID != 0 {
-		fmt.Fprintf(&b, ",sid=%s,lop=%s,est=%d,to=%d", sessionHex(c.sessionID), c.lastOp, c.established, c.timeoutMs)
-		if c.lastCxid >= 0 { // ZooKeeper leaves lcxid out after a crst
-			fmt.Fprintf(&b, ",lcxid=0x%x", c.lastCxid)
-		}
-		fmt.Fprintf(&b, ",lzxid=0x%x,lresp=%d,llat=%d,minlat=%d,avglat=%d,maxlat=%d",
-			uint64(c.lastZxid), c.lastResponse, c.lastLatency, c.minLatency, c.avgLatency, c.maxLatency)
-	}
-	b.WriteString(")\n")
-	return b.String()
-}
-
-// writeDump prints dump: session expiry buckets, ephemerals per session, and
-// connection expiry buckets, in ZooKeeper's layout.
-func (s *Server) writeDump(b *strings.Builder) {
-	const javaDate = "Mon Jan 02 15:04:05 MST 2006"
-	writeBuckets := func(title string, buckets []expiryBucket, entry func(int64) string) {
-		n := 0
-		for _, bk := range buckets {
-			n += len(bk.ids)
-		}
-		fmt.Fprintf(b, "%s (%d)/(%d):\n", title, len(buckets), n)
-		for _, bk := range buckets {
-			fmt.Fprintf(b, "%d expire at %s:\n", len(bk.ids), bk.at.Format(javaDate))
-			for _, id := range bk.ids {
-				b.WriteString("\t" + entry(id) + "\n")
-			}
-		}
-	}
-	b.WriteString("SessionTracker dump:\n")
-	writeBuckets("Session Sets", s.sessionBuckets(), sessionHex)
-	b.WriteString("ephemeral nodes dump:\n")
-	eph := s.ephemeralsBySession()
-	fmt.Fprintf(b, "Sessions with Ephemerals (%d):\n", len(eph))
-	for _, id := range sortedKeys(eph) {
-		b.WriteString(sessionHex(id) + ":\n")
-		for _, p := range eph[id] {
-			b.WriteString("\t" + p + "\n")
-		}
-	}
-	b.WriteString("Connections dump:\n")
-	conns := s.connViews()
-	byIndex := map[int64]connView{}
-	var buckets []expiryBucket
-	at := map[int64]int{}
-	for i, c := range conns {
-		byIndex[int64(i)] = c
-		deadline := c.expiry.Truncate(time.Second)
-		k := deadline.UnixMilli()
-		j, ok := at[k]
-		if !ok {
-			j = len(buckets)
-			at[k] = j
-			buckets = append(buckets, expiryBucket{at: deadline})
-		}
-		buckets[j].ids = append(buckets[j].ids, int64(i))
-	}
-	sort.Slice(buckets, func(i, j int) bool { return buckets[i].at.Before(buckets[j].at) })
-	writeBuckets("Connections Sets", buckets, func(i int64) string {
-		c := byIndex[i]
-		return fmt.Sprintf("ip: /%s sessionId: %s", c.remote, sessionHex(c.sessionID))
-	})
-}
-
-// The views below gather what the commands report; the AdminServer renders
-// the same views as JSON.
+// The views below gather what the commands report; fourletter_text.go prints
+// them, the AdminServer renders them as JSON and metrics.go exports them.
 
 // kv is one named value of a report, kept in ZooKeeper's order. v is an
 // int64, a float64 or a string.
@@ -511,68 +313,6 @@ func (s *Server) dirSizes() (dataDir, logDir int64) {
 	return dataDir, treeSize(s.cfg.LogDir())
 }
 
-// treeSize sums the sizes of the regular files under dir.
-func treeSize(dir string) int64 {
-	var total int64
-	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil
-		}
-		if d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				total += info.Size()
-			}
-		}
-		return nil
-	})
-	return total
-}
-
-// environment is envi's list. kazoo parses the zookeeper.version line;
-// zkraft reports its Go runtime where ZooKeeper reports the JVM.
-func environment() []kv {
-	host, _ := os.Hostname()
-	wd, _ := os.Getwd()
-	osVersion := "<NA>"
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		osVersion = strings.TrimSpace(string(b))
-	}
-	userName, userHome := "<NA>", "<NA>"
-	if u, err := user.Current(); err == nil {
-		userName, userHome = u.Username, u.HomeDir
-	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	maxMem := ms.HeapSys
-	if lim := debug.SetMemoryLimit(-1); lim > 0 && lim < math.MaxInt64 {
-		maxMem = uint64(lim)
-	}
-	exe, _ := os.Executable()
-	mb := func(n uint64) string { return strconv.FormatUint(n>>20, 10) + "MB" }
-	osName := runtime.GOOS
-	if osName != "" {
-		osName = strings.ToUpper(osName[:1]) + osName[1:]
-	}
-	return []kv{
-		{"zookeeper.version", versionString()},
-		{"host.name", host},
-		{"go.version", runtime.Version()},
-		{"go.compiler", runtime.Compiler},
-		{"go.maxprocs", strconv.Itoa(runtime.GOMAXPROCS(0))},
-		{"go.executable", exe},
-		{"os.tmpdir", os.TempDir()},
-		{"os.name", osName},
-		{"os.arch", runtime.GOARCH},
-		{"os.version", osVersion},
-		{"user.name", userName},
-		{"user.home", userHome},
-		{"user.dir", wd},
-		{"os.memory.free", mb(ms.HeapIdle)},
-		{"os.memory.max", mb(maxMem)},
-		{"os.memory.total", mb(ms.HeapSys)},
-	}
-}
-
 // monitorMetrics is mntr's list: zk_version and zk_server_state first, then
 // the metrics monitoring tools read (ZooKeeper's names), then the request
 // latency summaries, then zkraft's raft figures.
@@ -700,33 +440,6 @@ func (s *Server) raftView() raftView {
 	return r
 }
 
-// fileDescriptors reads the open and maximum file descriptor counts from
-// /proc (Linux); ok is false elsewhere.
-func fileDescriptors() (open, max int64, ok bool) {
-	entries, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		return 0, 0, false
-	}
-	b, err := os.ReadFile("/proc/self/limits")
-	if err != nil {
-		return 0, 0, false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if !strings.HasPrefix(line, "Max open files") {
-			continue
-		}
-		f := strings.Fields(strings.TrimPrefix(line, "Max open files"))
-		if len(f) == 0 {
-			return 0, 0, false
-		}
-		if max, err = strconv.ParseInt(f[0], 10, 64); err != nil {
-			return 0, 0, false
-		}
-		return int64(len(entries)), max, true
-	}
-	return 0, 0, false
-}
-
 // roundAvg rounds an average to 4 decimals, half up, as ZooKeeper's
 // AvgMinMaxCounter does.
 func roundAvg(f float64) float64 { return math.Floor(f*1e4+0.5) / 1e4 }
@@ -739,15 +452,6 @@ func javaDouble(f float64) string {
 		s += ".0"
 	}
 	return s
-}
-
-func formatValue(v any) string {
-	switch x := v.(type) {
-	case float64:
-		return javaDouble(x)
-	default:
-		return fmt.Sprint(x)
-	}
 }
 
 func sortedKeys[K int64 | string, V any](m map[K]V) []K {

@@ -26,7 +26,7 @@ func (s *Server) listenSecure() error {
 	if s.clientTLS == nil {
 		return nil
 	}
-	addr := s.cfg.secureClientAddr()
+	addr := s.cfg.SecureClientAddr()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on secure client port %s: %w", addr, err)

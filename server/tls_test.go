@@ -2,18 +2,12 @@ package server
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/aes"
-	"crypto/cipher"
 	"crypto/ecdsa"
 	"crypto/elliptic"
-	"crypto/pbkdf2"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/asn1"
 	"encoding/pem"
 	"fmt"
 	"math/big"
@@ -384,103 +378,6 @@ func TestTLSBadStoresFailStart(t *testing.T) {
 	}
 }
 
-func TestTLSConfigKeys(t *testing.T) {
-	dir := t.TempDir()
-	pw := filepath.Join(dir, "pw")
-	require.NoError(t, os.WriteFile(pw, []byte("s3cret\n"), 0o600))
-	tests := []struct {
-		name  string
-		file  string
-		check func(t *testing.T, c Config)
-	}{
-		{"secure only", "secureClientPort=2281\nssl.keyStore.location=/k.pem\nssl.keyStore.type=PEM\n" +
-			"zookeeper.ssl.trustStore.location=/t.pem\nssl.clientAuth=want\nssl.protocol=TLSv1.3\n" +
-			"ssl.enabledProtocols=TLSv1.2,TLSv1.3\nssl.ciphersuites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n" +
-			"ssl.keyStore.passwordPath=" + pw + "\nserverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n" +
-			"authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n",
-			func(t *testing.T, c Config) {
-				require.Equal(t, -1, c.ClientPort)
-				require.Equal(t, 2281, c.SecureClientPort)
-				require.Equal(t, TLSSettings{KeyStoreLocation: "/k.pem", KeyStoreType: "PEM", KeyStorePassword: "s3cret",
-					TrustStoreLocation: "/t.pem", ClientAuth: "want", Protocol: "TLSv1.3", EnabledProtocols: "TLSv1.2,TLSv1.3",
-					CipherSuites: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}, c.ClientTLS)
-				require.True(t, c.X509AuthProvider)
-				require.True(t, c.X509Enabled())
-				require.Equal(t, ":2281", c.secureClientAddr())
-			}},
-		{"both ports, quorum keys apart", "clientPort=2181\nclientPortAddress=127.0.0.1\nsecureClientPort=2281\n" +
-			"sslQuorum=true\nssl.quorum.keyStore.location=/q.pem\nssl.quorum.trustStore.location=/qt.pem\n" +
-			"ssl.quorum.hostnameVerification=false\nssl.keyStore.location=/k.pem\n",
-			func(t *testing.T, c Config) {
-				require.Equal(t, 2181, c.ClientPort)
-				require.True(t, c.SSLQuorum)
-				require.Equal(t, TLSSettings{KeyStoreLocation: "/q.pem", TrustStoreLocation: "/qt.pem", HostnameVerification: "false"}, c.QuorumTLS)
-				require.Equal(t, TLSSettings{KeyStoreLocation: "/k.pem"}, c.ClientTLS)
-				require.Equal(t, "127.0.0.1:2281", c.secureClientAddr())
-			}},
-		{"no tls", "clientPort=2181\n", func(t *testing.T, c Config) {
-			require.Zero(t, c.SecureClientPort)
-			require.False(t, c.X509Enabled())
-		}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := writeFile(t, "zoo.cfg", []byte(tt.file))
-			c, err := Load(p, zerolog.New(zerolog.NewTestWriter(t)))
-			require.NoError(t, err)
-			tt.check(t, c)
-		})
-	}
-	for _, bad := range []string{"ssl.clientAuth=sometimes", "sslQuorum=maybe", "secureClientPort=x",
-		"authProvider.x509=com.example.Other", "ssl.context.supplier.class=com.example.Ctx"} {
-		p := writeFile(t, "zoo.cfg", []byte(bad+"\n"))
-		_, err := Load(p, zerolog.Nop())
-		require.Error(t, err, bad)
-	}
-}
-
-func TestX509ID(t *testing.T) {
-	tests := []struct {
-		name pkix.Name
-		want string
-	}{
-		{pkix.Name{CommonName: "client"}, "CN=client"},
-		{pkix.Name{CommonName: "client", Organization: []string{"zkraft"}, Country: []string{"US"}}, "CN=client,O=zkraft,C=US"},
-		{pkix.Name{CommonName: "a,b+c", OrganizationalUnit: []string{" x "}}, `CN=a\,b\+c,OU=\ x\ `},
-		{pkix.Name{CommonName: "#1=2"}, `CN=\#1\=2`},
-		{pkix.Name{ExtraNames: []pkix.AttributeTypeAndValue{
-			{Type: []int{1, 2, 840, 113549, 1, 9, 1}, Value: "a@b"},
-			{Type: []int{0, 9, 2342, 19200300, 100, 1, 25}, Value: "example"},
-		}}, "DC=example,1.2.840.113549.1.9.1=#0C03614062"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.want, func(t *testing.T) {
-			raw, err := asn1MarshalName(tt.name)
-			require.NoError(t, err)
-			got, err := x509ID(raw)
-			require.NoError(t, err)
-			require.Equal(t, tt.want, got)
-		})
-	}
-}
-
-func asn1MarshalName(n pkix.Name) ([]byte, error) {
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: n, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour)}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return c.RawSubject, nil
-}
-
 // TestTLSHandshakeStallDoesNotBlock checks a client that never completes
 // its handshake holds up neither the accept loop nor Stop.
 func TestTLSHandshakeStallDoesNotBlock(t *testing.T) {
@@ -493,61 +390,6 @@ func TestTLSHandshakeStallDoesNotBlock(t *testing.T) {
 	require.NoError(t, err)
 	defer s.nc.Close()
 	require.True(t, strings.HasPrefix(s.whoAmI(t)[1], "x509:"))
-}
-
-// encryptPKCS8 writes keyDER as openssl pkcs8 -topk8 -v2 aes-256-cbc
-// -v2prf hmacWithSHA256 does.
-func encryptPKCS8(t *testing.T, keyDER []byte, password string) []byte {
-	t.Helper()
-	salt, iv := make([]byte, 16), make([]byte, aes.BlockSize)
-	_, _ = rand.Read(salt)
-	_, _ = rand.Read(iv)
-	key, err := pbkdf2.Key(sha256.New, password, salt, 2048, 32)
-	require.NoError(t, err)
-	pad := aes.BlockSize - len(keyDER)%aes.BlockSize
-	plain := append(append([]byte(nil), keyDER...), bytes.Repeat([]byte{byte(pad)}, pad)...)
-	block, err := aes.NewCipher(key)
-	require.NoError(t, err)
-	enc := make([]byte, len(plain))
-	cipher.NewCBCEncrypter(block, iv).CryptBlocks(enc, plain)
-	mustRaw := func(v any) asn1.RawValue {
-		b, err := asn1.Marshal(v)
-		require.NoError(t, err)
-		return asn1.RawValue{FullBytes: b}
-	}
-	kdf := pbkdf2Params{Salt: salt, IterationCount: 2048, PRF: algorithmIdentifier{Algorithm: oidHMACSHA256, Parameters: asn1.NullRawValue}}
-	params := pbes2Params{
-		KeyDerivationFunc: algorithmIdentifier{Algorithm: oidPBKDF2, Parameters: mustRaw(kdf)},
-		EncryptionScheme:  algorithmIdentifier{Algorithm: oidAES256CBC, Parameters: mustRaw(iv)},
-	}
-	der, err := asn1.Marshal(encryptedPrivateKeyInfo{
-		Algorithm: algorithmIdentifier{Algorithm: oidPBES2, Parameters: mustRaw(params)}, EncryptedData: enc})
-	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "ENCRYPTED PRIVATE KEY", Bytes: der})
-}
-
-func TestEncryptedKeyStore(t *testing.T) {
-	f := newTLSFixture(t)
-	ks, err := os.ReadFile(f.serverKS)
-	require.NoError(t, err)
-	keyBlock, rest := pem.Decode(ks)
-	require.Equal(t, "PRIVATE KEY", keyBlock.Type)
-	encrypted := writeFile(t, "enc.pem", append(encryptPKCS8(t, keyBlock.Bytes, "pa55"), rest...))
-
-	_, err = loadKeyStore(encrypted, "pa55", "PEM")
-	require.NoError(t, err)
-	_, err = loadKeyStore(encrypted, "wrong", "PEM")
-	require.ErrorContains(t, err, "wrong keyStore.password")
-	_, err = loadKeyStore(encrypted, "", "")
-	require.ErrorContains(t, err, "no keyStore.password")
-
-	srv := startTLSServer(t, func(c *Config) {
-		f.secure("need")(c)
-		c.ClientTLS.KeyStoreLocation, c.ClientTLS.KeyStorePassword = encrypted, "pa55"
-	})
-	s, err := dialTLS(srv.SecureAddr().String(), f.clientConfig(&f.client))
-	require.NoError(t, err)
-	s.nc.Close()
 }
 
 // TestTLSQuorum starts a three-member ensemble with sslQuorum: Start

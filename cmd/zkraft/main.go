@@ -20,7 +20,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 || os.Args[1] != "serve" {
-		fmt.Fprintf(os.Stderr, "usage: zkraft serve [--config zoo.cfg] [--client-port N] [--data-dir DIR] [--log-format json|console] [--log-level LEVEL]\n")
+		fmt.Fprintf(os.Stderr, "usage: zkraft serve [--config zoo.cfg] [--client-port N] [--data-dir DIR] [--join] [--log-format json|console] [--log-level LEVEL]\n")
 		os.Exit(2)
 	}
 	os.Exit(serve(os.Args[2:]))

@@ -1,4 +1,4 @@
-package server
+package zoocfg
 
 import (
 	"os"
@@ -45,7 +45,7 @@ func TestLoadConfig(t *testing.T) {
 				require.Equal(t, 250*time.Millisecond, c.ContainerCheckInterval)
 			}},
 		{name: "star whitelist", file: "4lw.commands.whitelist=*\n", check: func(t *testing.T, c Config) {
-			for _, w := range knownFourLetterWords {
+			for _, w := range KnownFourLetterWords {
 				require.True(t, c.FourLetterWords[w], w)
 			}
 		}},

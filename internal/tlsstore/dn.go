@@ -1,4 +1,4 @@
-package server
+package tlsstore
 
 import (
 	"encoding/asn1"
@@ -8,7 +8,7 @@ import (
 	"unicode/utf16"
 )
 
-// x509ID is the id of a client certificate under the x509 scheme: its
+// X509ID is the id of a client certificate under the x509 scheme: its
 // subject distinguished name as Java's X500Principal.getName() writes it
 // (RFC 2253), which is what ZooKeeper's X509AuthenticationProvider uses.
 //
@@ -17,7 +17,7 @@ import (
 // other attributes as their dotted OID with '#' and the hex of their DER
 // value; the characters ,=+<>#;"\ escaped with '\', and so are a leading
 // and trailing space.
-func x509ID(rawSubject []byte) (string, error) {
+func X509ID(rawSubject []byte) (string, error) {
 	var rdns []asn1.RawValue
 	rest, err := asn1.Unmarshal(rawSubject, &rdns)
 	if err != nil {
