@@ -1,0 +1,77 @@
+package zoocfg
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseMember(t *testing.T) {
+	tests := []struct {
+		value   string
+		want    Member
+		wantErr string
+	}{
+		{value: "10.0.0.1:2888:3888", want: Member{ID: 3, Host: "10.0.0.1", PeerPort: 2888, ElectionPort: 3888, Role: "participant"}},
+		{value: "h:2888", want: Member{ID: 3, Host: "h", PeerPort: 2888, ElectionPort: 3888, Role: "participant"}},
+		{value: "h:2888:3888:participant;2181", want: Member{ID: 3, Host: "h", PeerPort: 2888, ElectionPort: 3888,
+			Role: "participant", ClientAddr: "h:2181"}},
+		{value: "h:2888:3888;0.0.0.0:2181", want: Member{ID: 3, Host: "h", PeerPort: 2888, ElectionPort: 3888,
+			Role: "participant", ClientAddr: "h:2181"}},
+		{value: "h:2888:participant;127.0.0.1:2181", want: Member{ID: 3, Host: "h", PeerPort: 2888, ElectionPort: 3888,
+			Role: "participant", ClientAddr: "127.0.0.1:2181"}},
+		{value: "h", wantErr: "want host:peerPort"},
+		{value: "h:0", wantErr: "bad peer port"},
+		{value: "h:2888:70000", wantErr: "bad election port"},
+		{value: "h:2888:3888:observer", wantErr: "observers are not supported"},
+		{value: "h:2888:3888:boss", wantErr: `unknown role "boss"`},
+		{value: "h:2888:3888;x", wantErr: "bad client port"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.value, func(t *testing.T) {
+			got, err := ParseMember(3, tt.value)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	three := "server.1=h:1:2\nserver.2=h:3:4\nserver.3=h:5:6\n"
+	tests := []struct {
+		name, file, myid string
+		wantID           uint64
+		wantErr          string
+	}{
+		{name: "standalone", file: "clientPort=2181\n", wantID: 1},
+		{name: "myid", file: three, myid: "2\n", wantID: 2},
+		{name: "one server line, no myid", file: "server.7=h:1:2\n", wantID: 7},
+		{name: "ensemble without myid", file: three, wantErr: "read myid"},
+		{name: "myid without a line", file: three, myid: "4", wantErr: "myid 4 has no server.4 line"},
+		{name: "bad myid", file: three, myid: "0", wantErr: "myid must be a number from 1 to 254"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.myid != "" {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "myid"), []byte(tt.myid), 0o600))
+			}
+			c, err := Load(writeFile(t, "zoo.cfg", []byte("dataDir="+dir+"\n"+tt.file)), zerolog.Nop())
+			require.NoError(t, err)
+			err = c.Resolve()
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, tt.wantID, c.ServerID)
+		})
+	}
+}
