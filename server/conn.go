@@ -337,6 +337,9 @@ func (c *conn) writeConnectResponse(resp *jute.ConnectResponse) bool {
 	enc.WriteRecord(resp)
 	enc.EndFrame(start)
 	_ = c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if c.closed() {
+		return false // close's expired deadline may have been overridden just now
+	}
 	_, err := c.nc.Write(enc.Bytes())
 	_ = c.nc.SetWriteDeadline(time.Time{})
 	return err == nil
