@@ -267,3 +267,30 @@ func TestRestartFromSnapshotKeepsZxid(t *testing.T) {
 	defer func() { require.NoError(t, s.Stop()) }()
 	require.Equal(t, z, s.sm.lastZxid.Load(), "restored member reports a zxid above the one it had")
 }
+
+// TestUnknownEntryStopsMember: a committed entry of a type this member does
+// not know stops it (its consensus node fails with the cause; the process
+// exits on Done), instead of being skipped while the others apply it.
+func TestUnknownEntryStopsMember(t *testing.T) {
+	s := startServer(t, nil)
+	c := dial(t, s)
+	hdr, err := c.Call(jute.OpCreate, &jute.CreateRequest{Path: "/before",
+		ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}}, nil)
+	require.NoError(t, err)
+	require.Zero(t, hdr.Err)
+	zxid := s.sm.lastZxid.Load()
+
+	enc := jute.NewEncoder(nil)
+	(&entry{Type: 77, Proposer: 1, ReqID: 1}).Encode(enc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.node.Propose(ctx, enc.Bytes()))
+	select {
+	case <-s.Done():
+	case <-ctx.Done():
+		t.Fatal("member did not stop on an unknown entry")
+	}
+	require.ErrorContains(t, s.node.Err(), "unknown entry type 77")
+	require.Equal(t, zxid, s.sm.lastZxid.Load())
+	require.Equal(t, uint64(zxid), s.node.AppliedIndex(), "applied index moved past the unknown entry")
+}
