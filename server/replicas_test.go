@@ -218,3 +218,79 @@ func TestEnsembleMembersConfiguredDifferentlyAgree(t *testing.T) {
 	require.Equal(t, digests[0], digests[1], "members 1 and 2 disagree")
 	require.Equal(t, digests[0], digests[2], "members 1 and 3 disagree")
 }
+
+// TestRestartFromSnapshotKeepsZxid restarts a standalone member whose
+// newest snapshot was taken after a new leader's empty entry: its raft index
+// is above the last zxid. After the next restart the member must report the
+// zxid it had, not that index (a client that saw it would be refused by
+// every peer with "client has seen a newer zxid").
+func TestRestartFromSnapshotKeepsZxid(t *testing.T) {
+	dir := t.TempDir()
+	start := func() *Server {
+		t.Helper()
+		cfg := Default()
+		cfg.ClientPort, cfg.ClientPortAddress = 0, "127.0.0.1"
+		cfg.DataDir = dir
+		cfg.AdminEnabled = false
+		cfg.SnapshotEvery = 1 // a snapshot after every Ready that applied something
+		s := New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+		require.NoError(t, s.Start())
+		return s
+	}
+	s := start()
+	c, _ := zktest.DialRaw(t, s.Addr().String(), 0, nil, 30000, false)
+	hdr, err := c.Call(jute.OpCreate, &jute.CreateRequest{Path: "/a",
+		ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}}, nil)
+	require.NoError(t, err)
+	require.Zero(t, hdr.Err)
+	c.Close()
+	require.NoError(t, s.Stop())
+	z := s.sm.lastZxid.Load()
+	require.GreaterOrEqual(t, z, hdr.Zxid)
+
+	// Restart: the new term's empty entry (no zxid) is applied, then a
+	// snapshot is taken above z.
+	s = start()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for s.node.Status().LastSnapshotIndex <= uint64(z) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no snapshot above zxid %d", z)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	require.Equal(t, z, s.sm.lastZxid.Load())
+	require.NoError(t, s.Stop())
+
+	s = start()
+	defer func() { require.NoError(t, s.Stop()) }()
+	require.Equal(t, z, s.sm.lastZxid.Load(), "restored member reports a zxid above the one it had")
+}
+
+// TestUnknownEntryStopsMember: a committed entry of a type this member does
+// not know stops it (its consensus node fails with the cause; the process
+// exits on Done), instead of being skipped while the others apply it.
+func TestUnknownEntryStopsMember(t *testing.T) {
+	s := startServer(t, nil)
+	c := dial(t, s)
+	hdr, err := c.Call(jute.OpCreate, &jute.CreateRequest{Path: "/before",
+		ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}}, nil)
+	require.NoError(t, err)
+	require.Zero(t, hdr.Err)
+	zxid := s.sm.lastZxid.Load()
+
+	enc := jute.NewEncoder(nil)
+	(&entry{Type: 77, Proposer: 1, ReqID: 1}).Encode(enc)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, s.node.Propose(ctx, enc.Bytes()))
+	select {
+	case <-s.Done():
+	case <-ctx.Done():
+		t.Fatal("member did not stop on an unknown entry")
+	}
+	require.ErrorContains(t, s.node.Err(), "unknown entry type 77")
+	require.Equal(t, zxid, s.sm.lastZxid.Load())
+	require.Equal(t, uint64(zxid), s.node.AppliedIndex(), "applied index moved past the unknown entry")
+}
