@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -241,3 +242,52 @@ type touchProbe struct {
 }
 
 func (p *touchProbe) sessionTouched(id int64) { p.onTouch(id) }
+
+// TestLeaderExpiryEndsFollowerConnection: a client keeps pinging its
+// follower, but that follower's liveness reports do not reach the leader
+// (its leader address is wrong), so the leader expires the session. The
+// follower applies the expiry and must end the client's connection, so the
+// client learns its session is gone instead of being answered forever.
+func TestLeaderExpiryEndsFollowerConnection(t *testing.T) {
+	servers, _ := startEnsemble(t, 3, func(cfg *Config) { cfg.TickTimeMs = 100 }) // sessions of 0.2 s to 2 s
+	lead := ensembleLeader(t, servers)
+	f := servers[(lead+1)%len(servers)]
+
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadPort := dead.Addr().(*net.TCPAddr).Port
+	require.NoError(t, dead.Close())
+	f.memberMu.Lock()
+	cut := make(map[uint64]Member, len(f.memberSet))
+	for id, m := range f.memberSet {
+		if id == servers[lead].cfg.ServerID {
+			m.ElectionPort = deadPort
+		}
+		cut[id] = m
+	}
+	f.memberSet = cut
+	f.memberMu.Unlock()
+
+	a, resp := zktest.DialRaw(t, f.Addr().String(), 0, nil, 1000, false)
+	require.Equal(t, int32(1000), resp.TimeOut)
+	a.SetTimeout(2 * time.Second)
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if err := a.Ping(); err != nil {
+				closed <- err
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	select {
+	case err := <-closed:
+		require.True(t, zktest.IsClosed(err), "the pinging client's connection must be closed, got %v", err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the follower kept serving a session the leader expired")
+	}
+	again, r := zktest.DialRaw(t, f.Addr().String(), resp.SessionID, resp.Passwd, 1000, false)
+	again.Close()
+	require.Zero(t, r.TimeOut, "reattach of the expired session must be refused")
+}
