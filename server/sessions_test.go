@@ -291,3 +291,52 @@ func TestLeaderExpiryEndsFollowerConnection(t *testing.T) {
 	again.Close()
 	require.Zero(t, r.TimeOut, "reattach of the expired session must be refused")
 }
+
+// TestReattachAfterExpiryDecisionKeepsSession: the leader decides to expire
+// a session (its tracker saw no traffic), then the session's client
+// reattaches on a follower before the expire entry is applied. The entry,
+// fenced by the connection the leader saw, must be refused: the session,
+// its ephemeral and its new connection stay, and the leader tracks it again.
+func TestReattachAfterExpiryDecisionKeepsSession(t *testing.T) {
+	servers, _ := startEnsemble(t, 3, nil)
+	lead := ensembleLeader(t, servers)
+	leader, f0, f1 := servers[lead], servers[(lead+1)%3], servers[(lead+2)%3]
+
+	a, resp := zktest.DialRaw(t, f0.Addr().String(), 0, nil, 30000, false)
+	hdr, err := a.Call(jute.OpCreate, &jute.CreateRequest{Path: "/held", ACL: openACL(), Flags: jute.FlagEphemeral}, &jute.CreateResponse{})
+	require.NoError(t, err)
+	require.Zero(t, hdr.Err)
+	id := resp.SessionID
+	require.Eventually(t, func() bool { _, ok := leader.sm.session(id); return ok }, 5*time.Second, 10*time.Millisecond)
+
+	// The leader's decision, as expiryTick makes it.
+	fence := leader.sm.sessionConn(id)
+	leader.tracker.SetClosing(id)
+
+	// The client moves to another follower meanwhile.
+	a.Close()
+	var b *zktest.RawConn
+	require.Eventually(t, func() bool {
+		c, r, err := zktest.DialRawRequest(f1.Addr().String(), jute.ConnectRequest{
+			TimeOut: 30000, SessionID: id, Passwd: resp.Passwd, LastZxidSeen: a.LastZxid()})
+		if err != nil || r.TimeOut == 0 {
+			return false
+		}
+		b = c
+		return true
+	}, 5*time.Second, 20*time.Millisecond)
+	t.Cleanup(b.Close)
+
+	leader.proposeExpiry(id, fence)
+	// A write of the new connection is ordered after the expire entry.
+	hdr, err = b.Call(jute.OpCreate, &jute.CreateRequest{Path: "/after", ACL: openACL(), Flags: jute.FlagEphemeral}, &jute.CreateResponse{})
+	require.NoError(t, err, "the reattached connection must stay")
+	require.Zero(t, hdr.Err, "a write of the reattached session")
+	var st jute.StatResponse
+	hdr, err = b.Call(jute.OpExists, &jute.PathWatchRequest{Path: "/held"}, &st)
+	require.NoError(t, err)
+	require.Zero(t, hdr.Err, "the session's ephemeral must still exist")
+	require.Equal(t, id, st.Stat.EphemeralOwner)
+	require.Eventually(t, func() bool { return !leader.tracker.IsClosing(id) }, 5*time.Second, 10*time.Millisecond,
+		"the leader must track the session again after the refused expiry")
+}
