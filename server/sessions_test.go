@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -241,3 +242,101 @@ type touchProbe struct {
 }
 
 func (p *touchProbe) sessionTouched(id int64) { p.onTouch(id) }
+
+// TestLeaderExpiryEndsFollowerConnection: a client keeps pinging its
+// follower, but that follower's liveness reports do not reach the leader
+// (its leader address is wrong), so the leader expires the session. The
+// follower applies the expiry and must end the client's connection, so the
+// client learns its session is gone instead of being answered forever.
+func TestLeaderExpiryEndsFollowerConnection(t *testing.T) {
+	servers, _ := startEnsemble(t, 3, func(cfg *Config) { cfg.TickTimeMs = 100 }) // sessions of 0.2 s to 2 s
+	lead := ensembleLeader(t, servers)
+	f := servers[(lead+1)%len(servers)]
+
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	deadPort := dead.Addr().(*net.TCPAddr).Port
+	require.NoError(t, dead.Close())
+	f.memberMu.Lock()
+	cut := make(map[uint64]Member, len(f.memberSet))
+	for id, m := range f.memberSet {
+		if id == servers[lead].cfg.ServerID {
+			m.ElectionPort = deadPort
+		}
+		cut[id] = m
+	}
+	f.memberSet = cut
+	f.memberMu.Unlock()
+
+	a, resp := zktest.DialRaw(t, f.Addr().String(), 0, nil, 1000, false)
+	require.Equal(t, int32(1000), resp.TimeOut)
+	a.SetTimeout(2 * time.Second)
+	closed := make(chan error, 1)
+	go func() {
+		for {
+			if err := a.Ping(); err != nil {
+				closed <- err
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	select {
+	case err := <-closed:
+		require.True(t, zktest.IsClosed(err), "the pinging client's connection must be closed, got %v", err)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the follower kept serving a session the leader expired")
+	}
+	again, r := zktest.DialRaw(t, f.Addr().String(), resp.SessionID, resp.Passwd, 1000, false)
+	again.Close()
+	require.Zero(t, r.TimeOut, "reattach of the expired session must be refused")
+}
+
+// TestReattachAfterExpiryDecisionKeepsSession: the leader decides to expire
+// a session (its tracker saw no traffic), then the session's client
+// reattaches on a follower before the expire entry is applied. The entry,
+// fenced by the connection the leader saw, must be refused: the session,
+// its ephemeral and its new connection stay, and the leader tracks it again.
+func TestReattachAfterExpiryDecisionKeepsSession(t *testing.T) {
+	servers, _ := startEnsemble(t, 3, nil)
+	lead := ensembleLeader(t, servers)
+	leader, f0, f1 := servers[lead], servers[(lead+1)%3], servers[(lead+2)%3]
+
+	a, resp := zktest.DialRaw(t, f0.Addr().String(), 0, nil, 30000, false)
+	hdr, err := a.Call(jute.OpCreate, &jute.CreateRequest{Path: "/held", ACL: openACL(), Flags: jute.FlagEphemeral}, &jute.CreateResponse{})
+	require.NoError(t, err)
+	require.Zero(t, hdr.Err)
+	id := resp.SessionID
+	require.Eventually(t, func() bool { _, ok := leader.sm.session(id); return ok }, 5*time.Second, 10*time.Millisecond)
+
+	// The leader's decision, as expiryTick makes it.
+	fence := leader.sm.sessionConn(id)
+	leader.tracker.SetClosing(id)
+
+	// The client moves to another follower meanwhile.
+	a.Close()
+	var b *zktest.RawConn
+	require.Eventually(t, func() bool {
+		c, r, err := zktest.DialRawRequest(f1.Addr().String(), jute.ConnectRequest{
+			TimeOut: 30000, SessionID: id, Passwd: resp.Passwd, LastZxidSeen: a.LastZxid()})
+		if err != nil || r.TimeOut == 0 {
+			return false
+		}
+		b = c
+		return true
+	}, 5*time.Second, 20*time.Millisecond)
+	t.Cleanup(b.Close)
+
+	leader.proposeExpiry(id, fence)
+	// A write of the new connection is ordered after the expire entry.
+	hdr, err = b.Call(jute.OpCreate, &jute.CreateRequest{Path: "/after", ACL: openACL(), Flags: jute.FlagEphemeral}, &jute.CreateResponse{})
+	require.NoError(t, err, "the reattached connection must stay")
+	require.Zero(t, hdr.Err, "a write of the reattached session")
+	var st jute.StatResponse
+	hdr, err = b.Call(jute.OpExists, &jute.PathWatchRequest{Path: "/held"}, &st)
+	require.NoError(t, err)
+	require.Zero(t, hdr.Err, "the session's ephemeral must still exist")
+	require.Equal(t, id, st.Stat.EphemeralOwner)
+	require.Eventually(t, func() bool { return !leader.tracker.IsClosing(id) }, 5*time.Second, 10*time.Millisecond,
+		"the leader must track the session again after the refused expiry")
+}
