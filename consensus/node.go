@@ -42,6 +42,7 @@ type Node struct {
 
 	applied appliedTracker
 	reads   readRegistry
+	snaps   snapshotter // writes local snapshots off the loop
 
 	// Published by the loop, read by any goroutine.
 	lead      atomic.Uint64
@@ -99,6 +100,7 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 		done:      make(chan struct{}),
 	}
 	n.reads.init()
+	n.snaps.init()
 	if n.store, err = openDiskStore(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}
@@ -146,6 +148,7 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 			return nil, fmt.Errorf("consensus: start transport: %w", err)
 		}
 	}
+	n.startSnapshotter()
 	go n.run()
 	return n, nil
 }
@@ -183,6 +186,12 @@ func (n *Node) recover() (loadedState, error) {
 	n.setConfState(cs)
 	n.publishConf()
 	if st.hardState != nil {
+		if snap := st.snapshot.GetIndex(); st.hardState.GetCommit() < snap {
+			// The commit index is written lazily and a local snapshot is
+			// recorded off the loop, so the durable commit index can be
+			// behind the snapshot; a snapshot only holds committed entries.
+			st.hardState.Commit = new(snap)
+		}
 		if err := n.mem.SetHardState(st.hardState); err != nil {
 			return st, fmt.Errorf("load hard state: %w", err)
 		}
@@ -242,6 +251,12 @@ func (n *Node) run() {
 				return
 			}
 			n.maybeCampaign()
+		case err := <-n.snaps.doneC:
+			if err = n.snapshotDone(err); err != nil {
+				n.fatal = err
+				n.lg.Error().Err(err).Msg("fatal snapshot error, stopping raft node")
+				return
+			}
 		case <-n.stopc:
 			return
 		}
@@ -254,6 +269,7 @@ func (n *Node) shutdown() {
 		n.transport.Stop()
 	}
 	n.rn.Stop()
+	n.stopSnapshotter()
 	var errs []error
 	if n.fatal == nil && n.hsDirty {
 		// Best effort: keep the latest commit index. Losing it is harmless
