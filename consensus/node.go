@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,6 +58,7 @@ type Node struct {
 	confMu    sync.Mutex
 	confC     chan struct{} // closed and replaced when raftConf changes
 	activity  peerActivity  // when each peer was last heard from
+	removed   atomic.Bool   // the applied conf state no longer lists this member
 	batches   atomic.Uint64 // bbolt writes that carried log entries
 	persisted atomic.Uint64 // log entries written to bbolt
 
@@ -209,6 +211,21 @@ func (n *Node) recover() (loadedState, error) {
 func (n *Node) setConfState(cs *pb.ConfState) {
 	n.confState.Store(cs)
 	n.confDirty = true
+	// A member that joins has an empty conf state until it is added.
+	n.removed.Store(len(cs.GetVoters()) > 0 && !isMember(cs, n.cfg.ID) &&
+		!slices.Contains(cs.GetVotersOutgoing(), n.cfg.ID))
+}
+
+// Removed reports whether this member has applied its own removal from the
+// group (it then takes no part in the group any more: no leader talks to
+// it, and its state stops advancing).
+func (n *Node) Removed() bool { return n.removed.Load() }
+
+// IsMember reports whether id is a voter or learner in the conf state this
+// member has applied.
+func (n *Node) IsMember(id uint64) bool {
+	cs := n.confState.Load()
+	return isMember(cs, id) || slices.Contains(cs.GetVotersOutgoing(), id)
 }
 
 // publishConf makes confState the conf state raft has applied and wakes

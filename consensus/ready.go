@@ -201,6 +201,9 @@ func (n *Node) applyConfChange(cc pb.ConfChangeI) {
 			}
 			if id == n.cfg.ID {
 				n.lg.Warn().Msg("this member was removed from the group")
+				if n.cfg.OnRemoved != nil {
+					n.cfg.OnRemoved()
+				}
 			}
 		}
 	}

@@ -129,6 +129,7 @@ func (s *Server) Start() error {
 		OnLeaderChange: func(isLeader bool, leaderID, term uint64) {
 			s.onLeaderChange(isLeader, leaderID, term)
 		},
+		OnRemoved: s.memberRemoved,
 	}
 	if !s.cfg.Standalone() {
 		self := s.cfg.Members[s.cfg.ServerID]
