@@ -46,3 +46,34 @@ func TestSnapshotWriteDoesNotStallLoop(t *testing.T) {
 	require.Equal(t, 1, re.sm.restores, "restarted from the snapshot")
 	require.Empty(t, re.sm.violations())
 }
+
+// The snapshotter records a snapshot without the hard state, and the commit
+// index is written lazily, so a crash can leave the durable commit index
+// behind the recorded snapshot. Start must accept that (raft would panic on
+// a commit index below its snapshot) and restore from the snapshot.
+func TestRestartWithCommitBehindSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	small := func(cfg *Config) { cfg.SnapshotEvery, cfg.KeepEntries = 10, 5 }
+	tn := startTestNode(t, dir, small)
+	tn.waitLeader(t)
+	want := tn.proposeEach(t, "x", 25)
+	require.Eventually(t, func() bool { return tn.Status().LastSnapshotIndex > 0 }, testTimeout, 5*time.Millisecond)
+	require.NoError(t, tn.Stop())
+
+	// What a crash right after the snapshot was recorded can leave behind.
+	st, err := openDiskStore(dir)
+	require.NoError(t, err)
+	loaded, err := st.load()
+	require.NoError(t, err)
+	require.NotNil(t, loaded.snapshot)
+	hs := loaded.hardState
+	hs.Commit = new(loaded.snapshot.GetIndex() - 1)
+	require.NoError(t, st.write(&writeBatch{hardState: hs}))
+	require.NoError(t, st.close())
+
+	re := startTestNode(t, dir, small)
+	re.waitLeader(t)
+	re.sm.waitCount(t, len(want))
+	require.Equal(t, want, re.sm.state().datas)
+	require.Empty(t, re.sm.violations())
+}
