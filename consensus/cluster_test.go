@@ -197,8 +197,11 @@ func TestClusterAddMemberViaSnapshotAndRemove(t *testing.T) {
 	require.Equal(t, 1, n2.sm.restores, "joined through a snapshot")
 	require.Equal(t, []uint64{1, 2}, n2.Status().Voters)
 
+	require.False(t, n2.Removed())
 	require.NoError(t, n1.RemoveMember(ctx, 2))
 	require.Equal(t, []uint64{1}, n1.Status().Voters)
+	require.Eventually(t, n2.Removed, testTimeout, 10*time.Millisecond, "member 2 applies its own removal")
+	require.False(t, n1.Removed())
 	require.NoError(t, n1.Propose(ctx, []byte("alone-again")))
 	n1.sm.waitCount(t, 42)
 }

@@ -52,6 +52,10 @@ type Config struct {
 	// and must not call back into Node methods that wait (Propose, ReadIndex,
 	// WaitApplied, Stop).
 	OnLeaderChange func(isLeader bool, leaderID uint64, term uint64)
+	// OnRemoved is called from the raft goroutine when this member applies
+	// its own removal from the group (Node.Removed is then true). Same
+	// rules as OnLeaderChange: it must not block or wait on the Node.
+	OnRemoved func()
 	// Join starts a member with empty storage without bootstrapping a new
 	// group: it waits to be added by the existing group (AddMember on the
 	// leader) and receives the log or a snapshot from the leader.

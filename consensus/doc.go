@@ -6,8 +6,8 @@
 // # Goroutine model
 //
 // Start launches one loop goroutine per Node. It ticks raft, receives each
-// raft.Ready and handles it completely (persist, send, apply, snapshot,
-// Advance) before taking the next, so all StateMachine methods and
+// raft.Ready and handles it completely (persist, send, apply, start a
+// snapshot, Advance) before taking the next, so all StateMachine methods and
 // OnLeaderChange run on that goroutine, one at a time. raft.Node runs its own
 // internal goroutine that accepts proposals and messages while the loop is
 // busy writing; proposals that arrive during one fsync are emitted together
@@ -32,13 +32,16 @@
 //     conf changes through raft's ApplyConfChange with the resulting
 //     ConfState persisted. The applied index is then published, releasing
 //     WaitApplied and ReadIndex callers.
-//  6. If SnapshotEvery entries were applied since the last snapshot, the
-//     StateMachine is snapshotted to a file (fsync'd), then its metadata is
-//     recorded and entries below index-KeepEntries are deleted in one bbolt
-//     Update, MemoryStorage is compacted, and only the newest two snapshot
-//     files are kept. A snapshot is also taken right after a conf change
-//     once the log has been compacted, so a joining member is sent a
-//     snapshot whose ConfState includes it.
+//  6. If SnapshotEvery entries were applied since the last snapshot and no
+//     snapshot is being written, the StateMachine is frozen at the applied
+//     index (SnapshotFreezer, a cheap copy; or Snapshot) and the snapshot is
+//     handed to the snapshotter goroutine, which serializes it, writes the
+//     file (fsync'd), records its metadata and deletes entries below
+//     index-KeepEntries in one bbolt Update, compacts MemoryStorage and keeps
+//     only the newest two snapshot files, all off the loop (snapshotter.go).
+//     A snapshot is also taken right after a conf change once the log has
+//     been compacted, so a joining member is sent a snapshot whose ConfState
+//     includes it.
 //  7. Advance.
 //
 // AsynchronousStorageWrites is not used.
@@ -53,7 +56,8 @@
 // permits is used: a HardState that only advances the commit index
 // (Ready.MustSync false) is not written on its own but with the next write,
 // because a lost commit index is re-learned from the log and the leader.
-// A recorded snapshot is never ahead of the durable commit index.
+// A recorded snapshot may be ahead of the durable commit index; Start raises
+// the commit index to the snapshot's.
 //
 // Any storage error is fatal: it is logged, the loop stops without calling
 // Advance, Done is closed, Err returns the cause, and later calls return

@@ -29,6 +29,9 @@ type logSM struct {
 	// refuse, when set, is the data of an entry Apply refuses with an
 	// error (as a member meeting an entry it cannot decode does).
 	refuse string
+	// gate, when set, blocks serializing a snapshot until it is closed
+	// (both Snapshot and the function FreezeSnapshot returns).
+	gate chan struct{}
 }
 
 func newLogSM() *logSM { return &logSM{changed: make(chan struct{})} }
@@ -56,14 +59,36 @@ func (s *logSM) Apply(index, term uint64, data []byte) error {
 // Snapshot encodes last, then (index, len, data) per entry.
 func (s *logSM) Snapshot() ([]byte, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := binary.BigEndian.AppendUint64(nil, s.last)
-	for i, d := range s.datas {
-		b = binary.BigEndian.AppendUint64(b, s.indexes[i])
+	last, datas, indexes, gate := s.last, s.datas, s.indexes, s.gate
+	s.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
+	return encodeLogSM(last, datas, indexes), nil
+}
+
+// FreezeSnapshot implements SnapshotFreezer: the entries are append-only, so
+// the slice headers are a consistent copy.
+func (s *logSM) FreezeSnapshot() (func() ([]byte, error), error) {
+	s.mu.Lock()
+	last, datas, indexes, gate := s.last, s.datas[:len(s.datas):len(s.datas)], s.indexes[:len(s.indexes):len(s.indexes)], s.gate
+	s.mu.Unlock()
+	return func() ([]byte, error) {
+		if gate != nil {
+			<-gate
+		}
+		return encodeLogSM(last, datas, indexes), nil
+	}, nil
+}
+
+func encodeLogSM(last uint64, datas [][]byte, indexes []uint64) []byte {
+	b := binary.BigEndian.AppendUint64(nil, last)
+	for i, d := range datas {
+		b = binary.BigEndian.AppendUint64(b, indexes[i])
 		b = binary.BigEndian.AppendUint32(b, uint32(len(d)))
 		b = append(b, d...)
 	}
-	return b, nil
+	return b
 }
 
 func (s *logSM) Restore(index uint64, b []byte) error {

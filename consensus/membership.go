@@ -56,7 +56,8 @@ var (
 	ErrNoActiveQuorum = errors.New("consensus: membership change leaves no majority of running voters")
 	// ErrNotCaughtUp is returned by AddMember and ChangeMembers when a new
 	// member did not catch up with the leader (and so was not promoted to
-	// voter) before the context ended. It was removed again.
+	// voter) before the context ended. The members the call added were
+	// removed again.
 	ErrNotCaughtUp = errors.New("consensus: new member did not catch up")
 	// errRefusedChange marks a conf change that would undo an applied one.
 	errRefusedChange = errors.New("consensus: conf change conflicts with the applied membership")
@@ -186,18 +187,20 @@ func (n *Node) changeMembers(ctx context.Context, add []Peer, remove []uint64) e
 	return nil
 }
 
-// rollbackLearners removes learners this call added that were not promoted,
-// so a member that failed to join does not become a voter later.
+// rollbackLearners removes the members this call added when not all of
+// them were promoted in time, so that a failed change leaves the membership
+// as it was (one promoted meanwhile is removed too) and a member that failed
+// to join does not become a voter later.
 func (n *Node) rollbackLearners(ids []uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), n.electionTimeout()*3)
 	defer cancel()
 	for _, id := range ids {
-		if !slices.Contains(n.appliedConf().GetLearners(), id) {
+		if !isMember(n.appliedConf(), id) {
 			continue
 		}
 		cc := confChange(pb.ConfChangeRemoveNode, id, "")
 		err := n.proposeConfChange(ctx, cc, func(cs *pb.ConfState) bool { return !isMember(cs, id) })
-		n.lg.Warn().Err(err).Uint64("member", id).Msg("removed a new member that did not catch up")
+		n.lg.Warn().Err(err).Uint64("member", id).Msg("removing a new member after a failed membership change")
 	}
 }
 

@@ -38,32 +38,47 @@ func (c *cluster) waitVoters(voters ...uint64) {
 
 // Two membership changes in a row must both take effect: the second is
 // proposed only once raft has applied the first (before the fix, the caller
-// woke before Advance and raft turned the second into an empty entry).
+// woke before Advance and raft turned the second into an empty entry). On a
+// follower the change is forwarded, and re-proposed if the leader had not
+// applied the previous one yet.
 func TestMembershipTwoChangesInARow(t *testing.T) {
 	tests := []struct {
-		name   string
-		change func(ctx context.Context, n *Node, p2, p3 Peer) error
+		name       string
+		size       int
+		onFollower bool
+		change     func(ctx context.Context, n *Node, voters []Peer, a, b Peer) error
 	}{
-		{"AddMember twice", func(ctx context.Context, n *Node, p2, p3 Peer) error {
-			if err := n.AddMember(ctx, p2); err != nil {
+		{"AddMember twice on the leader", 1, false, func(ctx context.Context, n *Node, _ []Peer, a, b Peer) error {
+			if err := n.AddMember(ctx, a); err != nil {
 				return err
 			}
-			return n.AddMember(ctx, p3)
+			return n.AddMember(ctx, b)
 		}},
-		{"ChangeMembers adding two", func(ctx context.Context, n *Node, p2, p3 Peer) error {
-			return n.ChangeMembers(ctx, []Peer{{ID: 1}, p2, p3})
+		{"ChangeMembers adding two on the leader", 1, false, func(ctx context.Context, n *Node, voters []Peer, a, b Peer) error {
+			return n.ChangeMembers(ctx, append(voters, a, b))
+		}},
+		{"ChangeMembers adding two on a follower", 3, true, func(ctx context.Context, n *Node, voters []Peer, a, b Peer) error {
+			return n.ChangeMembers(ctx, append(voters, a, b))
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newCluster(t, 1)
-			require.Equal(t, uint64(1), c.waitLeader())
-			n1 := c.nodes[1]
-			p2, p3 := c.addJoiner(2), c.addJoiner(3)
-			require.NoError(t, tt.change(testCtx(t), n1.Node, p2, p3))
-			require.Equal(t, []uint64{1, 2, 3}, n1.Status().Voters)
-			c.waitVoters(1, 2, 3)
-			require.NoError(t, n1.Propose(testCtx(t), []byte("three")))
+			c := newCluster(t, tt.size)
+			lead := c.waitLeader()
+			caller := c.nodes[lead]
+			if tt.onFollower {
+				caller = c.nodes[c.follower(lead)]
+			}
+			voters := slices.Clone(c.peers)
+			a, b := c.addJoiner(uint64(tt.size+1)), c.addJoiner(uint64(tt.size+2))
+			require.NoError(t, tt.change(testCtx(t), caller.Node, voters, a, b))
+			var want []uint64
+			for id := range uint64(tt.size + 2) {
+				want = append(want, id+1)
+			}
+			require.Equal(t, want, caller.Status().Voters)
+			c.waitVoters(want...)
+			require.NoError(t, caller.Propose(testCtx(t), []byte("all")))
 			c.waitAllApplied(1)
 		})
 	}
@@ -128,10 +143,18 @@ func TestMembershipNewMemberIsLearnerUntilCaughtUp(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*n1.electionTimeout())
 	defer cancel()
-	require.ErrorIs(t, n1.AddMember(ctx, ghost), ErrNotCaughtUp)
+	errc := make(chan error, 1)
+	go func() { errc <- n1.AddMember(ctx, ghost) }()
+	require.Eventually(t, func() bool { return slices.Equal(n1.Status().Learners, []uint64{9}) },
+		testTimeout, 5*time.Millisecond)
+	// A learner does not count for quorum: the sole voter still commits.
+	require.NoError(t, n1.Propose(testCtx(t), []byte("with-learner")))
+	n1.sm.waitCount(t, 1)
+	require.Equal(t, []uint64{1}, n1.Status().Voters)
+	require.ErrorIs(t, <-errc, ErrNotCaughtUp)
 	require.Equal(t, []uint64{1}, n1.Status().Voters)
 	require.Empty(t, n1.Status().Learners, "the learner that did not catch up is removed")
 	// The group never lost its quorum.
 	require.NoError(t, n1.Propose(testCtx(t), []byte("quorum-kept")))
-	n1.sm.waitCount(t, 1)
+	n1.sm.waitCount(t, 2)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,7 @@ type Node struct {
 
 	applied appliedTracker
 	reads   readRegistry
+	snaps   snapshotter // writes local snapshots off the loop
 
 	// Published by the loop, read by any goroutine.
 	lead      atomic.Uint64
@@ -63,6 +65,7 @@ type Node struct {
 	confMu    sync.Mutex
 	confC     chan struct{} // closed and replaced when raftConf changes
 	activity  peerActivity  // when each peer was last heard from
+	removed   atomic.Bool   // the applied conf state no longer lists this member
 	batches   atomic.Uint64 // bbolt writes that carried log entries
 	persisted atomic.Uint64 // log entries written to bbolt
 
@@ -106,6 +109,7 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 		done:      make(chan struct{}),
 	}
 	n.reads.init()
+	n.snaps.init()
 	if n.store, err = openDiskStore(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}
@@ -153,6 +157,7 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 			return nil, fmt.Errorf("consensus: start transport: %w", err)
 		}
 	}
+	n.startSnapshotter()
 	go n.run()
 	return n, nil
 }
@@ -190,6 +195,12 @@ func (n *Node) recover() (loadedState, error) {
 	n.setConfState(cs)
 	n.publishConf()
 	if st.hardState != nil {
+		if snap := st.snapshot.GetIndex(); st.hardState.GetCommit() < snap {
+			// The commit index is written lazily and a local snapshot is
+			// recorded off the loop, so the durable commit index can be
+			// behind the snapshot; a snapshot only holds committed entries.
+			st.hardState.Commit = new(snap)
+		}
 		if err := n.mem.SetHardState(st.hardState); err != nil {
 			return st, fmt.Errorf("load hard state: %w", err)
 		}
@@ -207,6 +218,21 @@ func (n *Node) recover() (loadedState, error) {
 func (n *Node) setConfState(cs *pb.ConfState) {
 	n.confState.Store(cs)
 	n.confDirty = true
+	// A member that joins has an empty conf state until it is added.
+	n.removed.Store(len(cs.GetVoters()) > 0 && !isMember(cs, n.cfg.ID) &&
+		!slices.Contains(cs.GetVotersOutgoing(), n.cfg.ID))
+}
+
+// Removed reports whether this member has applied its own removal from the
+// group (it then takes no part in the group any more: no leader talks to
+// it, and its state stops advancing).
+func (n *Node) Removed() bool { return n.removed.Load() }
+
+// IsMember reports whether id is a voter or learner in the conf state this
+// member has applied.
+func (n *Node) IsMember(id uint64) bool {
+	cs := n.confState.Load()
+	return isMember(cs, id) || slices.Contains(cs.GetVotersOutgoing(), id)
 }
 
 // publishConf makes confState the conf state raft has applied and wakes
@@ -249,6 +275,12 @@ func (n *Node) run() {
 				return
 			}
 			n.maybeCampaign()
+		case err := <-n.snaps.doneC:
+			if err = n.snapshotDone(err); err != nil {
+				n.fatal = err
+				n.lg.Error().Err(err).Msg("fatal snapshot error, stopping raft node")
+				return
+			}
 		case <-n.stopc:
 			return
 		}
@@ -261,6 +293,7 @@ func (n *Node) shutdown() {
 		n.transport.Stop()
 	}
 	n.rn.Stop()
+	n.stopSnapshotter()
 	var errs []error
 	if n.fatal == nil && n.hsDirty {
 		// Best effort: keep the latest commit index. Losing it is harmless

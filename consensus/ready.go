@@ -20,6 +20,11 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	// 1. Persist: snapshot file first, then snapshot metadata, hard state
 	// and entries in one bbolt transaction (one fsync for the whole batch).
 	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
+	if hasSnap {
+		// Ordered against the snapshotter recording a local snapshot.
+		n.snaps.mu.Lock()
+		defer n.snaps.mu.Unlock()
+	}
 	if err := n.persist(rd, hasSnap); err != nil {
 		return err
 	}
@@ -201,6 +206,9 @@ func (n *Node) applyConfChange(cc pb.ConfChangeI) {
 			}
 			if id == n.cfg.ID {
 				n.lg.Warn().Msg("this member was removed from the group")
+				if n.cfg.OnRemoved != nil {
+					n.cfg.OnRemoved()
+				}
 			}
 		}
 	}
@@ -220,58 +228,6 @@ func (n *Node) maybeNotifyLeader() {
 	if n.cfg.OnLeaderChange != nil {
 		n.cfg.OnLeaderChange(me, lead, n.term.Load())
 	}
-}
-
-// maybeSnapshot takes a snapshot once SnapshotEvery entries were applied
-// since the last one: file (fsync'd) first, then its metadata and the log
-// compaction in one bbolt transaction, then the in-memory storage.
-func (n *Node) maybeSnapshot() error {
-	applied := n.applied.get()
-	last := n.snapIndex.Load()
-	if applied <= last || (applied-last < n.cfg.SnapshotEvery && !n.snapAfterConfChange) {
-		return nil
-	}
-	n.snapAfterConfChange = false
-	data, err := n.sm.Snapshot()
-	if err != nil {
-		return fmt.Errorf("state machine snapshot at index %d: %w", applied, err)
-	}
-	term, err := n.mem.Term(applied)
-	if err != nil {
-		return fmt.Errorf("term of applied index %d: %w", applied, err)
-	}
-	if err := writeSnapFile(n.store.snapDir, term, applied, data); err != nil {
-		return fmt.Errorf("save snapshot at index %d: %w", applied, err)
-	}
-	cs := n.confState.Load()
-	var compactBelow uint64
-	if applied > n.cfg.KeepEntries {
-		compactBelow = applied - n.cfg.KeepEntries
-	}
-	w := writeBatch{
-		snapshot:     &pb.SnapshotMetadata{Index: new(applied), Term: new(term), ConfState: cs},
-		compactBelow: compactBelow,
-	}
-	// The recorded snapshot must never be ahead of the durable commit
-	// index, or a restart would find applied > committed.
-	if err := n.writeWithHardState(&w); err != nil {
-		return err
-	}
-	if _, err := n.mem.CreateSnapshot(applied, cs, data); err != nil {
-		return fmt.Errorf("create snapshot in raft storage: %w", err)
-	}
-	if first, _ := n.mem.FirstIndex(); compactBelow >= first {
-		if err := n.mem.Compact(compactBelow); err != nil {
-			return fmt.Errorf("compact raft storage below %d: %w", compactBelow, err)
-		}
-	}
-	n.snapIndex.Store(applied)
-	if err := pruneSnapFiles(n.store.snapDir); err != nil {
-		return err
-	}
-	n.lg.Debug().Uint64("index", applied).Uint64("term", term).Int("bytes", len(data)).
-		Uint64("compact_below", compactBelow).Msg("snapshot taken")
-	return nil
 }
 
 // writeWithHardState writes w durably, with the hard state if it changed

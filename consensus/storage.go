@@ -13,8 +13,10 @@ import (
 
 // diskStore is the durable half of the raft log: hard state, conf state,
 // snapshot metadata and log entries in bbolt, snapshot payloads in files.
-// It is used only from the node's loop goroutine (and Start before the loop
-// runs). Every write is one bbolt Update, which fsyncs before returning.
+// It is written by the node's loop goroutine (and Start before the loop
+// runs) and by the snapshotter, which only records snapshot metadata and
+// deletes entries below it. Every write is one bbolt Update, which fsyncs
+// before returning; bbolt serializes them.
 type diskStore struct {
 	db      *bolt.DB
 	snapDir string

@@ -208,6 +208,9 @@ func (s *Server) readLiveness(c net.Conn) {
 		if _, err := io.ReadFull(c, body); err != nil {
 			return
 		}
+		if from := binary.BigEndian.Uint64(body); !s.acceptsLiveness(from) {
+			continue // a member removed from the ensemble keeps no session alive
+		}
 		for off := 8; off < len(body); off += 8 {
 			s.tracker.Touch(int64(binary.BigEndian.Uint64(body[off:])))
 		}
@@ -230,7 +233,7 @@ func (s *Server) servingMonitor() {
 			return
 		case <-t.C:
 		}
-		if s.node.Status().Lead != 0 {
+		if s.node.Status().Lead != 0 && !s.node.Removed() {
 			leaderless = time.Time{}
 			if !s.serving.Load() {
 				s.serving.Store(true)

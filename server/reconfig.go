@@ -221,24 +221,16 @@ func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Memb
 		}
 		return target, 0
 	}
-	known := s.members()
+	ids := map[uint64]bool{}
 	for _, id := range s.node.Status().Voters {
-		m, ok := current[id]
-		if !ok {
-			m, ok = known[id]
-		}
-		if !ok {
-			s.log.Warn().Uint64("member", id).Msg("reconfig: no address known for a voter")
-			return nil, jute.ErrReconfigInProgress
-		}
-		target[id] = m
+		ids[id] = true
 	}
 	for _, spec := range splitList(r.JoiningServers) {
 		m, err := parseServerSpec(spec)
 		if err != nil {
 			return nil, jute.ErrBadArguments
 		}
-		target[m.ID] = m
+		target[m.ID], ids[m.ID] = m, true
 	}
 	for _, spec := range splitList(r.LeavingServers) {
 		id, err := strconv.ParseUint(strings.TrimPrefix(spec, "server."), 10, 64)
@@ -246,10 +238,27 @@ func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Memb
 			return nil, jute.ErrBadArguments
 		}
 		delete(target, id)
+		delete(ids, id)
 	}
-	if len(target) == 0 {
+	if len(ids) == 0 {
 		// Removing every voter would leave no one to commit anything.
 		return nil, jute.ErrBadArguments
+	}
+	known := s.members()
+	for id := range ids {
+		if _, ok := target[id]; ok {
+			continue
+		}
+		m, ok := current[id]
+		if !ok {
+			m, ok = known[id]
+		}
+		if !ok {
+			// Only while the config of an earlier change is being published.
+			s.log.Warn().Uint64("member", id).Msg("reconfig: no address known for a voter")
+			return nil, jute.ErrReconfigInProgress
+		}
+		target[id] = m
 	}
 	return target, 0
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -99,4 +101,78 @@ func TestReconfigAddsTwoMembersAtOnce(t *testing.T) {
 	require.Equal(t, jute.ErrBadArguments, code)
 	require.Equal(t, []uint64{1, 2, 3, 4, 5}, servers[0].node.Status().Voters)
 	require.Equal(t, 5, strings.Count(string(data), "server."))
+}
+
+// TestRemovedMemberStopsServing: a member removed by reconfig closes its
+// client connections and refuses new ones, and the leader ignores liveness
+// reports it sends, so the session of a client that was on it expires
+// (before the fix the removed member went on answering from its frozen tree
+// and kept the session alive on the leader).
+func TestRemovedMemberStopsServing(t *testing.T) {
+	servers, members := startEnsemble(t, 3, func(cfg *Config) {
+		cfg.ReconfigEnabled = true
+		cfg.TickTimeMs = 100 // sessions of 1s expire quickly
+	})
+	var lead, gone *Server
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if s.node.IsLeader() {
+				lead = s
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond)
+	for _, s := range servers {
+		if s != lead {
+			gone = s
+			break
+		}
+	}
+	client, resp := zktest.DialRaw(t, gone.Addr().String(), 0, nil, 1000, false)
+	sid := resp.SessionID
+	require.Eventually(t, func() bool {
+		lead.sm.mu.RLock()
+		defer lead.sm.mu.RUnlock()
+		_, ok := lead.sm.sessions.Get(sid)
+		return ok
+	}, 10*time.Second, 10*time.Millisecond)
+
+	code, _ := lead.reconfigure(&jute.ReconfigRequest{LeavingServers: fmt.Sprint(gone.cfg.ServerID), CurConfigID: -1})
+	require.Equal(t, int32(0), code)
+
+	require.NoError(t, client.ExpectClosed(10*time.Second), "the removed member closes its clients")
+	_, _, err := zktest.DialRawRequest(gone.Addr().String(), jute.ConnectRequest{TimeOut: 1000, Passwd: make([]byte, 16)})
+	require.Error(t, err, "the removed member refuses new clients")
+
+	// Reports in the removed member's name do not keep the session alive.
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		c, err := net.Dial("tcp", members[lead.cfg.ServerID].ElectionAddr())
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		frame := binary.BigEndian.AppendUint32(nil, 16)
+		frame = binary.BigEndian.AppendUint64(frame, gone.cfg.ServerID)
+		frame = binary.BigEndian.AppendUint64(frame, uint64(sid))
+		for {
+			if _, err := c.Write(frame); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	require.Eventually(t, func() bool {
+		lead.sm.mu.RLock()
+		defer lead.sm.mu.RUnlock()
+		_, ok := lead.sm.sessions.Get(sid)
+		return !ok
+	}, 10*time.Second, 20*time.Millisecond, "the session of the removed member's client expires")
+	require.False(t, gone.serving.Load())
 }

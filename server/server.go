@@ -147,6 +147,7 @@ func (s *Server) Start() (err error) {
 		OnLeaderChange: func(isLeader bool, leaderID, term uint64) {
 			s.onLeaderChange(isLeader, leaderID, term)
 		},
+		OnRemoved: s.memberRemoved,
 	}
 	if !s.cfg.Standalone() {
 		self := s.cfg.Members[s.cfg.ServerID]

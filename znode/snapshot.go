@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/zkraft/zkraft/jute"
 )
@@ -37,19 +38,25 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // WriteSnapshot writes the whole tree to w. Equal trees give equal bytes.
 func (t *Tree) WriteSnapshot(w io.Writer) error {
+	nodes := make([]*node, 0, len(t.nodes))
+	for _, n := range t.nodes {
+		nodes = append(nodes, n)
+	}
+	return writeSnapshot(w, nodes)
+}
+
+// writeSnapshot writes nodes (in any order; sorted here by path) in the
+// snapshot format. Only path and meta are read.
+func writeSnapshot(w io.Writer, nodes []*node) error {
+	slices.SortFunc(nodes, func(a, b *node) int { return strings.Compare(a.path, b.path) })
 	bw := bufio.NewWriterSize(w, 64<<10)
 	crc := crc32.New(castagnoli)
-	paths := make([]string, 0, len(t.nodes))
-	for p := range t.nodes {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
 
 	buf := make([]byte, 0, 256)
 	buf = append(buf, snapMagic...)
-	buf = binary.BigEndian.AppendUint64(buf, uint64(len(paths)))
-	for _, p := range paths {
-		buf = appendNode(buf, t.nodes[p])
+	buf = binary.BigEndian.AppendUint64(buf, uint64(len(nodes)))
+	for _, n := range nodes {
+		buf = appendNode(buf, n)
 		if len(buf) >= 32<<10 {
 			crc.Write(buf)
 			if _, err := bw.Write(buf); err != nil {

@@ -1,0 +1,79 @@
+package consensus
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// While a snapshot is being serialized and written, proposals keep being
+// committed and applied: the raft loop never waits for it (before the fix
+// the loop called Snapshot and fsync'd the file itself, so nothing was
+// applied after the snapshot point until it finished). Once it finishes the
+// snapshot is recorded, the log compacted, and a restart restores it.
+func TestSnapshotWriteDoesNotStallLoop(t *testing.T) {
+	dir := t.TempDir()
+	small := func(cfg *Config) { cfg.SnapshotEvery, cfg.KeepEntries = 10, 5 }
+	tn := startTestNode(t, dir, small)
+	gate := make(chan struct{})
+	var release sync.Once
+	open := func() { release.Do(func() { close(gate) }) }
+	t.Cleanup(open) // runs before the node is stopped, even on failure
+	tn.sm.mu.Lock()
+	tn.sm.gate = gate
+	tn.sm.mu.Unlock()
+	tn.waitLeader(t)
+
+	want := tn.proposeEach(t, "blocked", 40) // crosses the snapshot point several times
+	require.Zero(t, tn.Status().LastSnapshotIndex, "snapshot recorded while its writing is blocked")
+
+	open()
+	require.Eventually(t, func() bool { return tn.Status().LastSnapshotIndex > 0 }, testTimeout, 5*time.Millisecond)
+	want = append(want, tn.proposeEach(t, "after", 20)...)
+	tn.settle(t)
+	st := tn.Status()
+	require.NotZero(t, st.LastSnapshotIndex)
+	require.Greater(t, st.FirstIndex, uint64(1), "log compacted behind the snapshot")
+	require.Empty(t, tn.sm.violations())
+
+	require.NoError(t, tn.Stop())
+	re := startTestNode(t, dir, small)
+	re.waitLeader(t)
+	re.sm.waitCount(t, len(want))
+	require.Equal(t, want, re.sm.state().datas)
+	require.Equal(t, 1, re.sm.restores, "restarted from the snapshot")
+	require.Empty(t, re.sm.violations())
+}
+
+// The snapshotter records a snapshot without the hard state, and the commit
+// index is written lazily, so a crash can leave the durable commit index
+// behind the recorded snapshot. Start must accept that (raft would panic on
+// a commit index below its snapshot) and restore from the snapshot.
+func TestRestartWithCommitBehindSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	small := func(cfg *Config) { cfg.SnapshotEvery, cfg.KeepEntries = 10, 5 }
+	tn := startTestNode(t, dir, small)
+	tn.waitLeader(t)
+	want := tn.proposeEach(t, "x", 25)
+	require.Eventually(t, func() bool { return tn.Status().LastSnapshotIndex > 0 }, testTimeout, 5*time.Millisecond)
+	require.NoError(t, tn.Stop())
+
+	// What a crash right after the snapshot was recorded can leave behind.
+	st, err := openDiskStore(dir)
+	require.NoError(t, err)
+	loaded, err := st.load()
+	require.NoError(t, err)
+	require.NotNil(t, loaded.snapshot)
+	hs := loaded.hardState
+	hs.Commit = new(loaded.snapshot.GetIndex() - 1)
+	require.NoError(t, st.write(&writeBatch{hardState: hs}))
+	require.NoError(t, st.close())
+
+	re := startTestNode(t, dir, small)
+	re.waitLeader(t)
+	re.sm.waitCount(t, len(want))
+	require.Equal(t, want, re.sm.state().datas)
+	require.Empty(t, re.sm.violations())
+}

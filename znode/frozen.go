@@ -1,0 +1,31 @@
+package znode
+
+import "io"
+
+// Frozen is a copy of a Tree's nodes (path and meta, not children) taken by
+// Freeze, for writing a snapshot while the tree goes on changing. Taking it
+// costs one struct copy per node: data and ACL slices are shared, which is
+// safe because writes replace them and never mutate them in place.
+type Frozen struct {
+	nodes []node
+}
+
+// Freeze copies the tree's nodes. It must be called under the same lock as
+// any other read; the Frozen is then independent of the tree.
+func (t *Tree) Freeze() *Frozen {
+	f := &Frozen{nodes: make([]node, 0, len(t.nodes))}
+	for _, n := range t.nodes {
+		f.nodes = append(f.nodes, node{path: n.path, meta: n.meta})
+	}
+	return f
+}
+
+// WriteSnapshot writes the frozen tree exactly as Tree.WriteSnapshot wrote
+// the tree when it was frozen.
+func (f *Frozen) WriteSnapshot(w io.Writer) error {
+	ptrs := make([]*node, len(f.nodes))
+	for i := range f.nodes {
+		ptrs[i] = &f.nodes[i]
+	}
+	return writeSnapshot(w, ptrs)
+}
