@@ -3,6 +3,7 @@ package zktest
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -107,7 +108,11 @@ func buildZkraft() (string, error) {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("go build cmd/zkraft: %w\n%s", err, msg)
 	}
-	final := filepath.Join(dir, "zkraft")
+	// One binary per checkout: test runs in two worktrees at once must not
+	// replace each other's server under their feet.
+	sum := fnv.New64a()
+	sum.Write([]byte(root))
+	final := filepath.Join(dir, fmt.Sprintf("zkraft-%016x", sum.Sum64()))
 	if err := os.Rename(tmp.Name(), final); err != nil {
 		os.Remove(tmp.Name())
 		return "", fmt.Errorf("install zkraft binary: %w", err)
