@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
 )
@@ -247,13 +248,8 @@ func TestStopWaitsForConnectionGoroutines(t *testing.T) {
 // and once the client port is free a new Start on the same ports and data
 // succeeds.
 func TestFailedStartReleasesPorts(t *testing.T) {
-	ports := make([]int, 0, 9)
-	for range 9 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-		require.NoError(t, ln.Close())
-	}
+	ports, err := freeport.Ports(9)
+	require.NoError(t, err)
 	members := map[uint64]Member{}
 	for i := uint64(1); i <= 3; i++ {
 		p := ports[(i-1)*3:]

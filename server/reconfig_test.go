@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
 )
@@ -19,13 +20,8 @@ import (
 // freeMember returns a member on free loopback ports.
 func freeMember(t *testing.T, id uint64) Member {
 	t.Helper()
-	var ports [3]int
-	for i := range ports {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		require.NoError(t, ln.Close())
-	}
+	ports, err := freeport.Ports(3)
+	require.NoError(t, err)
 	return Member{ID: id, Host: "127.0.0.1", PeerPort: ports[0], ElectionPort: ports[1], Role: "participant",
 		ClientAddr: fmt.Sprintf("127.0.0.1:%d", ports[2])}
 }

@@ -3,13 +3,13 @@ package server
 import (
 	"encoding/binary"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
 )
@@ -130,13 +130,8 @@ func TestConnectionLimitPerIP(t *testing.T) {
 // config. Cleanup stops them all.
 func startEnsemble(t *testing.T, n int, mutate func(cfg *Config)) ([]*Server, map[uint64]Member) {
 	t.Helper()
-	ports := make([]int, 0, 3*n)
-	for range 3 * n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
-		require.NoError(t, ln.Close())
-	}
+	ports, err := freeport.Ports(3 * n)
+	require.NoError(t, err)
 	members := map[uint64]Member{}
 	for i := uint64(1); i <= uint64(n); i++ {
 		p := ports[(i-1)*3:]

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -128,10 +129,8 @@ func (f *tlsFixture) secure(clientAuth string) func(*Config) {
 // startTLSServer runs a server with a secure client port on a free port.
 func startTLSServer(t *testing.T, mutate func(*Config)) *Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Port()
 	require.NoError(t, err)
-	port := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
 	return startServer(t, func(c *Config) {
 		mutate(c)
 		c.SecureClientPort = port

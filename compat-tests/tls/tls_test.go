@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/zktest"
 )
 
@@ -99,12 +100,11 @@ func TestTLSSuites(t *testing.T) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Port()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return p
 }
 
 // writeCerts writes into dir: ca.pem (the trust store of every party),

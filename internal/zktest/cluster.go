@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/freeport"
 )
 
 // clusterReadyTimeout bounds the wait for an ensemble to settle: exactly one
@@ -554,25 +556,9 @@ func (m *Member) StartNoWait(t testing.TB) {
 	}
 }
 
-// freePorts picks n distinct free loopback ports, holding each until all
-// are chosen so that none is returned twice.
+// freePorts picks n distinct free loopback ports (see package freeport).
 func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}()
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("pick a free port: %w", err)
-		}
-		lns = append(lns, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
+	return freeport.Ports(n)
 }
 
 // Connect opens a go-zookeeper connection over every member (see

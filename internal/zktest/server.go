@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zkraft/zkraft/internal/freeport"
 )
 
 // Time bounds of the process life cycle.
@@ -118,15 +120,9 @@ func Launch(target Target, dir string, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// freePort asks the kernel for a free loopback port. Another process could
-// take it before the server binds it; that is rare enough for tests.
+// freePort picks a free loopback port (see package freeport).
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return freeport.Port()
 }
 
 // start execs the server and waits until it serves; on failure the process
