@@ -1,8 +1,14 @@
 package consensus
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
+	"io"
+	"math/rand/v2"
 	"net"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,4 +88,185 @@ func TestForwardedProposalDoesNotBlockConnection(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	require.Equal(t, term, tn.Status().Term)
+}
+
+// recorder is a MessageHandler that records what the transport hands it.
+type recorder struct {
+	mu          sync.Mutex
+	msgs        []*pb.Message
+	snaps       []snapReport
+	unreachable int
+	changed     chan struct{} // closed and replaced on every call
+}
+
+type snapReport struct {
+	id     uint64
+	failed bool
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+
+func (r *recorder) signal() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *recorder) Step(_ context.Context, m *pb.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, m)
+	r.signal()
+	return nil
+}
+
+func (r *recorder) ReportUnreachable(uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unreachable++
+	r.signal()
+}
+
+func (r *recorder) ReportSnapshot(id uint64, failed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.snaps = append(r.snaps, snapReport{id, failed})
+	r.signal()
+}
+
+// waitFor waits until cond (called under r.mu) holds, at most d.
+func (r *recorder) waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		r.mu.Lock()
+		ok, ch := cond(), r.changed
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%s: not within %v", what, d)
+		}
+	}
+}
+
+// startTransport starts a transport for id on a fresh loopback listener,
+// with peers added afterwards by the caller.
+func startTransport(t *testing.T, id uint64, peers ...Peer) (*TCPTransport, *recorder) {
+	t.Helper()
+	tr := NewTCPTransport(TCPConfig{ID: id, Listener: listenLoopback(t), Peers: peers, Logger: testLogger(t)})
+	rec := newRecorder()
+	require.NoError(t, tr.Start(rec))
+	t.Cleanup(tr.Stop)
+	return tr, rec
+}
+
+func snapMsg(from, to uint64, data []byte) *pb.Message {
+	return &pb.Message{
+		Type: pb.MsgSnap.Enum(), From: new(from), To: new(to), Term: new(uint64(3)),
+		Snapshot: &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{Index: new(uint64(100)), Term: new(uint64(3))}},
+	}
+}
+
+// TestTransportDeliversSnapshotAboveFrameLimit (issue 8 item 10): a
+// snapshot several times the frame limit travels in chunks over the real
+// transport, arrives intact, and the sender reports it delivered.
+func TestTransportDeliversSnapshotAboveFrameLimit(t *testing.T) {
+	tr2, rec2 := startTransport(t, 2)
+	tr1, rec1 := startTransport(t, 1, Peer{ID: 2, Addr: tr2.Addr().String()})
+
+	data := make([]byte, 3*maxFrameSize+12345)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(data)
+	tr1.Send([]*pb.Message{snapMsg(1, 2, data), {Type: pb.MsgHeartbeat.Enum(), From: new(uint64(1)), To: new(uint64(2))}})
+
+	rec2.waitFor(t, testTimeout, "snapshot and heartbeat received", func() bool { return len(rec2.msgs) == 2 })
+	got := rec2.msgs[0]
+	require.Equal(t, pb.MsgSnap, got.GetType())
+	require.True(t, bytes.Equal(data, got.GetSnapshot().GetData()), "snapshot data differs")
+	require.Equal(t, pb.MsgHeartbeat, rec2.msgs[1].GetType())
+	rec1.waitFor(t, testTimeout, "snapshot reported delivered", func() bool {
+		return slices.Contains(rec1.snaps, snapReport{2, false})
+	})
+	st := tr1.PeerStats()
+	require.Len(t, st, 1)
+	require.Equal(t, uint64(2), st[0].Sent)
+	require.Zero(t, st[0].Dropped)
+}
+
+// TestTransportClosesConnectionOnBadFrame: a header announcing more than
+// the frame limit gets the connection closed without reading (or
+// allocating) the announced length; the transport goes on serving others.
+func TestTransportClosesConnectionOnBadFrame(t *testing.T) {
+	tr2, rec2 := startTransport(t, 2)
+	for _, hdr := range [][]byte{
+		{frameMessage, 0xff, 0xff, 0xff},  // 16 MiB-1, above the limit
+		{0x40, 0x00, 0x00, 0x10},          // what the old format meant by 1 GiB
+		{frameChunk, 0x00, 0x00, 0x01, 0}, // a chunk outside a chunked message
+	} {
+		c, err := net.Dial("tcp", tr2.Addr().String())
+		require.NoError(t, err)
+		_, err = c.Write(hdr)
+		require.NoError(t, err)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(testTimeout)))
+		_, err = c.Read(make([]byte, 1))
+		require.ErrorIs(t, err, io.EOF, "header %x: connection not closed", hdr)
+		c.Close()
+	}
+	tr1, _ := startTransport(t, 1, Peer{ID: 2, Addr: tr2.Addr().String()})
+	tr1.Send([]*pb.Message{{Type: pb.MsgHeartbeat.Enum(), From: new(uint64(1)), To: new(uint64(2))}})
+	rec2.waitFor(t, testTimeout, "heartbeat after bad frames", func() bool { return len(rec2.msgs) == 1 })
+}
+
+// TestAddressChangeReportsQueuedSnapshot (issue 8, smaller defects): when
+// a peer's address changes while a snapshot is queued for the old one, raft
+// is told the snapshot failed, so it sends it again to the new address.
+func TestAddressChangeReportsQueuedSnapshot(t *testing.T) {
+	// The old address accepts and never reads: the sender blocks in a write.
+	stuck := listenLoopback(t)
+	var held []net.Conn
+	var heldMu sync.Mutex
+	go func() {
+		for {
+			c, err := stuck.Accept()
+			if err != nil {
+				return
+			}
+			heldMu.Lock()
+			held = append(held, c)
+			heldMu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = stuck.Close()
+		heldMu.Lock()
+		defer heldMu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	tr1, rec1 := startTransport(t, 1, Peer{ID: 2, Addr: stuck.Addr().String()})
+	big := &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
+		Entries: []*pb.Entry{{Data: make([]byte, 64<<20)}}} // more than socket buffers hold
+	tr1.Send([]*pb.Message{big, snapMsg(1, 2, []byte("state"))})
+
+	tr2, rec2 := startTransport(t, 2)
+	tr1.AddPeer(Peer{ID: 2, Addr: tr2.Addr().String()})
+	// Before the blocked write's deadline could have ended it.
+	rec1.waitFor(t, writeTimeout/2, "queued snapshot reported failed", func() bool {
+		return slices.Contains(rec1.snaps, snapReport{2, true})
+	})
+	require.NotContains(t, rec1.snaps, snapReport{2, false})
+
+	// Raft retries: the snapshot reaches the new address.
+	tr1.Send([]*pb.Message{snapMsg(1, 2, []byte("state"))})
+	rec2.waitFor(t, testTimeout, "snapshot at the new address", func() bool { return len(rec2.msgs) == 1 })
+	rec1.waitFor(t, testTimeout, "snapshot reported delivered", func() bool {
+		return slices.Contains(rec1.snaps, snapReport{2, false})
+	})
+	st := tr1.PeerStats()
+	require.Len(t, st, 1)
+	require.Equal(t, tr2.Addr().String(), st[0].Addr)
+	require.GreaterOrEqual(t, st[0].Dropped, uint64(2), "the blocked message and the queued snapshot")
 }
