@@ -8,10 +8,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -269,4 +271,52 @@ func TestAddressChangeReportsQueuedSnapshot(t *testing.T) {
 	require.Len(t, st, 1)
 	require.Equal(t, tr2.Addr().String(), st[0].Addr)
 	require.GreaterOrEqual(t, st[0].Dropped, uint64(2), "the blocked message and the queued snapshot")
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestTransportWarnsAndCountsUnreachablePeer (issue 9 diagnostics): a peer
+// nobody listens for is counted (dropped, last error, unreachable) and,
+// once unreachable for longer than WarnAfter, gets a warning line.
+func TestTransportWarnsAndCountsUnreachablePeer(t *testing.T) {
+	var logs syncBuffer
+	peers := unreachablePeers(t, 2)
+	tr := NewTCPTransport(TCPConfig{ID: 1, Listener: listenLoopback(t), Peers: peers,
+		Logger: zerolog.New(&logs), WarnAfter: 50 * time.Millisecond})
+	rec := newRecorder()
+	require.NoError(t, tr.Start(rec))
+	t.Cleanup(tr.Stop)
+
+	deadline := time.Now().Add(testTimeout)
+	for !strings.Contains(logs.String(), "peer unreachable for longer than the election timeout") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning within %v; log:\n%s", testTimeout, logs.String())
+		}
+		tr.Send([]*pb.Message{{Type: pb.MsgHeartbeat.Enum(), From: new(uint64(1)), To: new(uint64(2))}})
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := tr.PeerStats()
+	require.Len(t, st, 1)
+	require.Equal(t, uint64(2), st[0].ID)
+	require.True(t, st[0].Unreachable)
+	require.NotEmpty(t, st[0].LastError)
+	require.NotZero(t, st[0].Dropped)
+	require.Zero(t, st[0].Sent)
+	rec.waitFor(t, testTimeout, "raft told the peer is unreachable", func() bool { return rec.unreachable > 0 })
 }
