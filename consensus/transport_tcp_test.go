@@ -320,3 +320,35 @@ func TestTransportWarnsAndCountsUnreachablePeer(t *testing.T) {
 	require.Zero(t, st[0].Sent)
 	rec.waitFor(t, testTimeout, "raft told the peer is unreachable", func() bool { return rec.unreachable > 0 })
 }
+
+// TestClusterJoinsThroughSnapshotAboveFrameLimit: a member that can only
+// join through a snapshot larger than one transport frame gets it, in
+// chunks, and ends with the leader's state.
+func TestClusterJoinsThroughSnapshotAboveFrameLimit(t *testing.T) {
+	small := func(cfg *Config) { cfg.SnapshotEvery, cfg.KeepEntries = 4, 1 }
+	c := newCluster(t, 1, small)
+	require.Equal(t, uint64(1), c.waitLeader())
+	n1 := c.nodes[1]
+	ctx := testCtx(t)
+	for i := range 6 {
+		d := bytes.Repeat([]byte{byte('a' + i)}, 1<<20)
+		require.NoError(t, n1.Propose(ctx, d))
+		n1.sm.waitCount(t, i+1)
+	}
+	n1.settle(t)
+	snap, err := n1.sm.Snapshot()
+	require.NoError(t, err)
+	require.Greater(t, len(snap), maxFrameSize, "the snapshot must not fit one frame")
+	require.NotZero(t, n1.Status().LastSnapshotIndex)
+
+	ln := listenLoopback(t)
+	p2 := Peer{ID: 2, Addr: ln.Addr().String()}
+	c.peers = append(c.peers, p2)
+	c.dirs[2] = t.TempDir()
+	require.NoError(t, n1.AddMember(ctx, p2))
+	n2 := c.start(2, ln, true, []Peer{c.peers[0]})
+	require.NoError(t, n1.Propose(ctx, []byte("after")))
+	n2.sm.waitCount(t, 7)
+	require.Equal(t, n1.sm.state(), n2.sm.state())
+	require.Equal(t, 1, n2.sm.restores, "joined through a snapshot")
+}

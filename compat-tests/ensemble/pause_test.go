@@ -2,6 +2,7 @@ package ensemble
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,6 +109,20 @@ func testPauseRejoin(t *testing.T, target zktest.Target, members int, steps []pa
 		})
 	}
 	stopLoad()
+	// Per-peer transport counters (issue 9): every other member is listed
+	// in the leader's mntr, with messages sent to it.
+	leader := c.WaitSettled(t)
+	out, err := leader.FourLetter("mntr")
+	if err != nil {
+		t.Fatalf("mntr on leader %d: %v", leader.ID, err)
+	}
+	for _, m := range c.Followers(leader) {
+		key := fmt.Sprintf("zk_raft_peer_%d_messages_sent\t", m.ID)
+		i := strings.Index(out, key)
+		if i < 0 || strings.HasPrefix(out[i+len(key):], "0\n") {
+			t.Errorf("leader %d mntr: no messages sent to member %d:\n%s", leader.ID, m.ID, out)
+		}
+	}
 	tree := requireConverged(t, c)
 	if bad := log.verify(tree); len(bad) > 0 {
 		t.Fatalf("acknowledged writes lost or changed: %v", bad)
