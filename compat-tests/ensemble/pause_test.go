@@ -24,7 +24,7 @@ const rejoinBound = 15 * time.Second
 // come back to following the current leader and serve a client within
 // rejoinBound; clients write and read through all members throughout.
 //
-//   - 5 members: the leader or a follower paused for 1 to 5 s, six times;
+//   - 5 members: the leader or a follower paused for 1 to 5 s, nine times;
 //   - 3 members: the same, three times.
 func TestPauseRejoin(t *testing.T) {
 	cases := []struct {
@@ -35,6 +35,8 @@ func TestPauseRejoin(t *testing.T) {
 			{leader: true, d: 2200 * time.Millisecond}, {leader: false, d: 2200 * time.Millisecond},
 			{leader: true, d: time.Second}, {leader: true, d: 4 * time.Second},
 			{leader: false, d: 5 * time.Second}, {leader: true, d: 3 * time.Second},
+			{leader: true, d: 2 * time.Second}, {leader: true, d: 2500 * time.Millisecond},
+			{leader: true, d: 1500 * time.Millisecond},
 		}},
 		{3, []pauseStep{
 			{leader: true, d: 1500 * time.Millisecond}, {leader: false, d: 3 * time.Second},
@@ -62,7 +64,8 @@ func testPauseRejoin(t *testing.T, target zktest.Target, members int, steps []pa
 	mustCreate(t, setup, "/load", nil, 0)
 
 	// Load: writers and readers over every member, so that the leader
-	// streams appends and read-index heartbeats while a member is frozen.
+	// streams appends and followers forward proposals while a member is
+	// frozen.
 	log := newWriteLog()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -72,8 +75,10 @@ func testPauseRejoin(t *testing.T, target zktest.Target, members int, steps []pa
 		wg.Wait()
 	}
 	defer stopLoad()
-	for i := 0; i < 3; i++ {
-		conn := connectAll(t, c, 10*time.Second)
+	// One writer starting on each member: whichever follower is elected
+	// next has forwarded proposals to the paused leader (issue 9's trigger).
+	for i, m := range c.Members {
+		conn := connectOrdered(t, c, m, 10*time.Second)
 		wg.Go(func() { loadClient(i, conn, log, stop) })
 	}
 	for i := 0; i < 2; i++ {
