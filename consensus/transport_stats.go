@@ -90,14 +90,15 @@ func (t *TCPTransport) PeerStats() []PeerStats {
 	return out
 }
 
-// wrote records n messages written to the peer.
-func (pc *peerCounters) wrote(n int, now time.Time) {
+// wrote records n messages written to the peer. After a pause in writing
+// longer than quiet, the wait for an answer starts again.
+func (pc *peerCounters) wrote(n int, now time.Time, quiet time.Duration) {
 	pc.sent.Add(uint64(n))
 	pc.mu.Lock()
-	pc.failingSince, pc.lastWrite = time.Time{}, now
-	if pc.unanswered.IsZero() {
+	if pc.unanswered.IsZero() || now.Sub(pc.lastWrite) > quiet {
 		pc.unanswered = now
 	}
+	pc.failingSince, pc.lastWrite = time.Time{}, now
 	pc.mu.Unlock()
 }
 

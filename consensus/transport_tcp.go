@@ -499,7 +499,7 @@ func (p *tcpPeer) run() {
 			fail(err)
 			continue
 		}
-		p.pc.wrote(len(batch), time.Now())
+		p.pc.wrote(len(batch), time.Now(), p.t.cfg.WarnAfter)
 		for _, f := range batch {
 			if f.snap {
 				p.t.reportSnapshot(p.id, false)

@@ -352,3 +352,29 @@ func TestClusterJoinsThroughSnapshotAboveFrameLimit(t *testing.T) {
 	require.Equal(t, n1.sm.state(), n2.sm.state())
 	require.Equal(t, 1, n2.sm.restores, "joined through a snapshot")
 }
+
+// TestPeerSilenceCountsFromSteadyWriting: the "has not answered" warning
+// needs writes without an answer for longer than WarnAfter; a single
+// message long ago followed by a new one does not count as a long silence.
+func TestPeerSilenceCountsFromSteadyWriting(t *testing.T) {
+	var logs syncBuffer
+	warnAfter := time.Second
+	tr := NewTCPTransport(TCPConfig{ID: 1, Logger: zerolog.New(&logs), WarnAfter: warnAfter})
+	tr.peers[2] = &tcpPeer{id: 2}
+	pc := tr.counters(2)
+	t0 := time.Unix(1000, 0)
+	pc.wrote(1, t0, warnAfter)
+	pc.wrote(1, t0.Add(10*time.Second), warnAfter) // a new burst after a quiet spell
+	tr.checkPeers(t0.Add(10*time.Second + warnAfter/2))
+	require.NotContains(t, logs.String(), "has not answered")
+
+	for i := range 4 { // steady writing, no answer
+		pc.wrote(1, t0.Add(10*time.Second+time.Duration(i)*warnAfter/2), warnAfter)
+	}
+	tr.checkPeers(t0.Add(10*time.Second + 3*warnAfter/2 + time.Millisecond))
+	require.Contains(t, logs.String(), "has not answered")
+
+	pc.heard(t0.Add(12 * time.Second))
+	tr.checkPeers(t0.Add(12 * time.Second))
+	require.Contains(t, logs.String(), "peer reachable again")
+}
