@@ -295,6 +295,17 @@ func (t *TCPTransport) readLoop(c net.Conn) {
 	h := t.handler()
 	var from uint64
 	var pc *peerCounters
+	// The watchdog warns when raft has not taken a message within WarnAfter:
+	// the peer's later messages (heartbeats among them) wait behind it.
+	var stepping atomic.Value // stepInfo
+	watchdog := time.AfterFunc(time.Hour, func() {
+		si, _ := stepping.Load().(stepInfo)
+		t.lg.Warn().Uint64("peer", si.from).Str("type", si.typ.String()).Dur("for", t.cfg.WarnAfter).
+			Str("remote", c.RemoteAddr().String()).
+			Msg("raft has not taken a message from this peer; its later messages wait behind it")
+	})
+	watchdog.Stop()
+	defer watchdog.Stop()
 	for {
 		m, err := fr.next()
 		if err != nil {
@@ -312,13 +323,23 @@ func (t *TCPTransport) readLoop(c net.Conn) {
 		if pc != nil {
 			pc.heard(time.Now())
 		}
-		if err := h.Step(ctx, m); err != nil {
+		stepping.Store(stepInfo{from: from, typ: m.GetType()})
+		watchdog.Reset(t.cfg.WarnAfter)
+		err = h.Step(ctx, m)
+		watchdog.Stop()
+		if err != nil {
 			if errors.Is(err, ErrStopped) || ctx.Err() != nil {
 				return
 			}
 			t.lg.Debug().Err(err).Uint64("from", from).Str("type", m.GetType().String()).Msg("step message")
 		}
 	}
+}
+
+// stepInfo names the message an inbound connection is handing to raft.
+type stepInfo struct {
+	from uint64
+	typ  pb.MessageType
 }
 
 // knownCounters returns id's counters, nil for an id AddPeer never saw (a

@@ -378,3 +378,43 @@ func TestPeerSilenceCountsFromSteadyWriting(t *testing.T) {
 	tr.checkPeers(t0.Add(12 * time.Second))
 	require.Contains(t, logs.String(), "peer reachable again")
 }
+
+// blockingHandler blocks Step until release is closed.
+type blockingHandler struct {
+	*recorder
+	release chan struct{}
+}
+
+func (b *blockingHandler) Step(ctx context.Context, m *pb.Message) error {
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return b.recorder.Step(ctx, m)
+}
+
+// TestTransportWarnsWhenRaftDoesNotTakeAMessage: a message raft does not
+// take within WarnAfter holds back the peer's later ones (issue 9's
+// failure); the transport says so at warn level.
+func TestTransportWarnsWhenRaftDoesNotTakeAMessage(t *testing.T) {
+	var logs syncBuffer
+	tr := NewTCPTransport(TCPConfig{ID: 1, Listener: listenLoopback(t), Logger: zerolog.New(&logs), WarnAfter: 20 * time.Millisecond})
+	h := &blockingHandler{recorder: newRecorder(), release: make(chan struct{})}
+	require.NoError(t, tr.Start(h))
+	t.Cleanup(tr.Stop)
+
+	c, err := net.Dial("tcp", tr.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	writeFrames(t, c, &pb.Message{Type: pb.MsgProp.Enum(), From: new(uint64(2)), To: new(uint64(1))})
+	deadline := time.Now().Add(testTimeout)
+	for !strings.Contains(logs.String(), "raft has not taken a message from this peer") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning within %v; log:\n%s", testTimeout, logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Contains(t, logs.String(), `"type":"MsgProp"`)
+	close(h.release)
+	h.waitFor(t, testTimeout, "message delivered once released", func() bool { return len(h.msgs) == 1 })
+}
