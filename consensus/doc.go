@@ -80,9 +80,10 @@
 // # Membership and transport
 //
 // A nil Config.Transport means a single member. TCPTransport (one
-// persistent connection per peer, length-prefixed raftpb.Message frames,
-// bounded per-peer queues that drop and report the peer unreachable when
-// full, reconnect with backoff) connects a group. AddMember, RemoveMember
+// persistent connection per peer, raftpb.Message frames of bounded size with
+// larger messages such as snapshots in chunks, bounded per-peer queues that
+// drop and report the peer unreachable when full, reconnect with backoff,
+// per-peer counters) connects a group. AddMember, RemoveMember
 // and ChangeMembers change membership one change at a time through
 // ConfChangeV2, computed from raft's own ConfState; the new member's address
 // travels in the conf change so every transport learns it. A new member is a

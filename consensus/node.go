@@ -391,11 +391,28 @@ func (n *Node) Err() error {
 // Step implements MessageHandler. It records that the sender is running,
 // and on the leader drops a forwarded conf change that checkConfChange
 // refuses.
+//
+// It never waits long for a proposal a follower forwarded (MsgProp): raft
+// takes proposals only while it knows a leader and otherwise blocks the
+// caller, and the transport's connection from that follower carries its
+// later messages behind the proposal. A member resuming from a pause with
+// proposals forwarded to it while it was leader would wait for a leader
+// whose heartbeats are queued behind them (issue 9). Such a proposal is
+// dropped instead (ErrNoLeader, or ctx.Err() after one tick): the proposer
+// times out and its client retries.
 func (n *Node) Step(ctx context.Context, m *pb.Message) error {
 	n.activity.record(m.GetFrom(), time.Now())
 	if err := n.checkForwarded(m); err != nil {
 		n.lg.Warn().Err(err).Uint64("from", m.GetFrom()).Msg("dropping forwarded conf change")
 		return nil
+	}
+	if m.GetType() == pb.MsgProp {
+		if n.lead.Load() == 0 {
+			return ErrNoLeader
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, n.cfg.TickInterval)
+		defer cancel()
 	}
 	return n.mapErr(n.rn.Step(ctx, m))
 }

@@ -15,7 +15,8 @@ type Transport interface {
 	// Send (raft messages must not be read after Send returns, because raft
 	// may reuse their entries) and drop on a full queue, reporting the peer
 	// unreachable. A transport that delivers a MsgSnap must call
-	// MessageHandler.ReportSnapshot once the send finished or failed.
+	// MessageHandler.ReportSnapshot once the send finished or failed, also
+	// when it drops it unsent.
 	Send(msgs []*pb.Message)
 	// Start begins accepting messages and hands every received message to h.
 	Start(h MessageHandler) error
@@ -27,7 +28,9 @@ type Transport interface {
 // MessageHandler receives what the transport learns; *Node implements it.
 // All methods are safe to call from any goroutine.
 type MessageHandler interface {
-	// Step hands a message received from a peer to raft.
+	// Step hands a message received from a peer to raft. It must not block
+	// for long: the transport calls it from the reader of the connection the
+	// message came on, and that peer's later messages wait behind it.
 	Step(ctx context.Context, m *pb.Message) error
 	// ReportUnreachable tells raft that the last message to id could not be
 	// delivered, so the leader probes instead of streaming to it.

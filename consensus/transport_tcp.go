@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -18,20 +16,18 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// TCP transport wire format: a stream of frames, each a 4-byte big-endian
-// length followed by that many bytes of a proto-marshalled raftpb.Message.
-// Connections are one-way: a member dials each peer once and only writes;
-// it only reads on the connections peers dialled to it.
+// The wire format is in transport_frame.go: connections are one-way, a
+// member dials each peer once and only writes; it only reads on the
+// connections peers dialled to it.
 const (
-	frameHeaderSize = 4
-	// maxFrameSize bounds one message (snapshots travel as one message).
-	maxFrameSize = 1 << 30
-
 	defaultQueueSize   = 4096
 	defaultDialTimeout = time.Second
+	defaultWarnAfter   = time.Second
 	writeTimeout       = 10 * time.Second
 	backoffMin         = 20 * time.Millisecond
 	backoffMax         = time.Second
+	// maxBatch bounds the frames written before one flush.
+	maxBatch = 256
 )
 
 // TCPConfig configures a TCPTransport.
@@ -46,12 +42,20 @@ type TCPConfig struct {
 	// this config (see transport_tls.go): it must carry this member's
 	// certificate and, for mutual authentication, ClientAuth and ClientCAs.
 	TLS *tls.Config
+	// WarnAfter is how long a peer may stay unreachable, or leave what is
+	// written to it unanswered, before a warning is logged (default 1 s;
+	// the server passes the election timeout).
+	WarnAfter time.Duration
 }
 
 // TCPTransport is a Transport over plain TCP: one persistent outbound
 // connection per peer, fed by a bounded queue. When a queue is full, or a
 // peer cannot be reached, messages are dropped and raft is told the peer is
-// unreachable; raft retransmits. Reconnects back off exponentially.
+// unreachable (and, for a snapshot, that it failed); raft retransmits.
+// Reconnects back off exponentially. Every message handed to Send is either
+// written or counted as dropped and reported, including those still queued
+// when a peer's sender stops (address change, removal). PeerStats counts
+// per peer.
 type TCPTransport struct {
 	cfg TCPConfig
 	lg  zerolog.Logger
@@ -62,6 +66,9 @@ type TCPTransport struct {
 	peers   map[uint64]*tcpPeer
 	inbound map[net.Conn]struct{}
 	stopped bool
+
+	statsMu sync.Mutex
+	stats   map[uint64]*peerCounters
 
 	stopc chan struct{}
 	wg    sync.WaitGroup
@@ -77,11 +84,15 @@ func NewTCPTransport(cfg TCPConfig) *TCPTransport {
 	if cfg.QueueSize <= 0 {
 		cfg.QueueSize = defaultQueueSize
 	}
+	if cfg.WarnAfter <= 0 {
+		cfg.WarnAfter = defaultWarnAfter
+	}
 	return &TCPTransport{
 		cfg:     cfg,
 		lg:      cfg.Logger.With().Str("component", "transport").Uint64("node_id", cfg.ID).Logger(),
 		peers:   make(map[uint64]*tcpPeer),
 		inbound: make(map[net.Conn]struct{}),
+		stats:   make(map[uint64]*peerCounters),
 		stopc:   make(chan struct{}),
 	}
 }
@@ -116,6 +127,7 @@ func (t *TCPTransport) Start(h MessageHandler) error {
 		t.AddPeer(p)
 	}
 	t.wg.Go(t.acceptLoop)
+	t.wg.Go(t.monitorLoop)
 	return nil
 }
 
@@ -134,12 +146,16 @@ func (t *TCPTransport) Stop() {
 	for c := range t.inbound {
 		_ = c.Close()
 	}
+	for _, p := range t.peers {
+		p.stop()
+	}
 	t.mu.Unlock()
 	t.wg.Wait()
 }
 
-// AddPeer starts sending to p (idempotent; an address change restarts the
-// sender).
+// AddPeer starts sending to p (idempotent). An address change restarts the
+// sender: messages still queued for the old address are dropped and
+// reported (a snapshot as failed, so raft sends it again).
 func (t *TCPTransport) AddPeer(p Peer) {
 	if p.ID == t.cfg.ID || p.Addr == "" {
 		return
@@ -153,12 +169,18 @@ func (t *TCPTransport) AddPeer(p Peer) {
 		if old.addr == p.Addr {
 			return
 		}
-		close(old.stopc)
+		t.lg.Info().Uint64("peer", p.ID).Str("old_addr", old.addr).Str("addr", p.Addr).Msg("peer address changed")
+		old.stop()
 	}
+	pc := t.counters(p.ID)
+	pc.mu.Lock()
+	pc.addr = p.Addr
+	pc.mu.Unlock()
 	tp := &tcpPeer{
 		t:     t,
 		id:    p.ID,
 		addr:  p.Addr,
+		pc:    pc,
 		queue: make(chan outFrame, t.cfg.QueueSize),
 		stopc: make(chan struct{}),
 	}
@@ -166,45 +188,52 @@ func (t *TCPTransport) AddPeer(p Peer) {
 	t.wg.Go(tp.run)
 }
 
-// RemovePeer stops sending to id.
+// RemovePeer stops sending to id; queued messages are dropped and reported.
 func (t *TCPTransport) RemovePeer(id uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if p, ok := t.peers[id]; ok {
-		close(p.stopc)
+		p.stop()
 		delete(t.peers, id)
 	}
 }
 
 // Send marshals each message (raft may reuse them after Send returns) and
-// queues it for its peer without blocking.
+// queues it for its peer without blocking. The queueing happens under t.mu,
+// as AddPeer and RemovePeer stop senders, so a message is never queued to a
+// sender that already drained its queue.
 func (t *TCPTransport) Send(msgs []*pb.Message) {
 	for _, m := range msgs {
 		to := m.GetTo()
+		isSnap := m.GetType() == pb.MsgSnap
+		b, err := proto.Marshal(m)
+		if err != nil {
+			t.lg.Error().Err(err).Uint64("to", to).Msg("marshal raft message")
+			if isSnap {
+				t.reportSnapshot(to, true)
+			}
+			continue
+		}
 		t.mu.Lock()
 		p := t.peers[to]
+		queued := false
+		if p != nil {
+			select {
+			case p.queue <- outFrame{buf: b, snap: isSnap}:
+				queued = true
+			default:
+			}
+		}
 		t.mu.Unlock()
-		isSnap := m.GetType() == pb.MsgSnap
-		if p == nil {
+		switch {
+		case p == nil:
 			t.lg.Debug().Uint64("to", to).Str("type", m.GetType().String()).Msg("drop message to unknown peer")
 			if isSnap {
 				t.reportSnapshot(to, true)
 			}
-			continue
-		}
-		b, err := proto.Marshal(m)
-		if err != nil {
-			t.lg.Error().Err(err).Uint64("to", to).Msg("marshal raft message")
-			continue
-		}
-		select {
-		case p.queue <- outFrame{buf: b, snap: isSnap}:
-		default:
+		case !queued:
 			t.lg.Debug().Uint64("to", to).Msg("send queue full, dropping message")
-			p.reportUnreachable()
-			if isSnap {
-				t.reportSnapshot(to, true)
-			}
+			p.drop(outFrame{snap: isSnap})
 		}
 	}
 }
@@ -262,34 +291,63 @@ func (t *TCPTransport) readLoop(c net.Conn) {
 	if !t.handshakeInbound(ctx, c) {
 		return
 	}
-	r := bufio.NewReaderSize(c, 64<<10)
+	fr := newFrameReader(bufio.NewReaderSize(c, 64<<10))
 	h := t.handler()
-	var hdr [frameHeaderSize]byte
+	var from uint64
+	var pc *peerCounters
+	// The watchdog warns when raft has not taken a message within WarnAfter:
+	// the peer's later messages (heartbeats among them) wait behind it.
+	var stepping atomic.Value // stepInfo
+	watchdog := time.AfterFunc(time.Hour, func() {
+		si, _ := stepping.Load().(stepInfo)
+		t.lg.Warn().Uint64("peer", si.from).Str("type", si.typ.String()).Dur("for", t.cfg.WarnAfter).
+			Str("remote", c.RemoteAddr().String()).
+			Msg("raft has not taken a message from this peer; its later messages wait behind it")
+	})
+	watchdog.Stop()
+	defer watchdog.Stop()
 	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		m, err := fr.next()
+		if err != nil {
+			if errors.Is(err, errFrame) {
+				t.lg.Warn().Err(err).Str("remote", c.RemoteAddr().String()).Uint64("peer", from).Msg("bad frame from peer, closing connection")
+			} else {
+				t.lg.Debug().Err(err).Str("remote", c.RemoteAddr().String()).Msg("inbound peer connection closed")
+			}
 			return
 		}
-		n := binary.BigEndian.Uint32(hdr[:])
-		if n > maxFrameSize {
-			t.lg.Warn().Uint32("bytes", n).Str("remote", c.RemoteAddr().String()).Msg("frame too large, closing connection")
-			return
+		if m.GetFrom() != from || pc == nil {
+			from = m.GetFrom()
+			pc = t.knownCounters(from)
 		}
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return
+		if pc != nil {
+			pc.heard(time.Now())
 		}
-		m := &pb.Message{}
-		if err := proto.Unmarshal(buf, m); err != nil {
-			t.lg.Warn().Err(err).Str("remote", c.RemoteAddr().String()).Msg("bad frame, closing connection")
-			return
-		}
-		if err := h.Step(ctx, m); err != nil {
+		stepping.Store(stepInfo{from: from, typ: m.GetType()})
+		watchdog.Reset(t.cfg.WarnAfter)
+		err = h.Step(ctx, m)
+		watchdog.Stop()
+		if err != nil {
 			if errors.Is(err, ErrStopped) || ctx.Err() != nil {
 				return
 			}
-			t.lg.Debug().Err(err).Msg("step message")
+			t.lg.Debug().Err(err).Uint64("from", from).Str("type", m.GetType().String()).Msg("step message")
 		}
 	}
+}
+
+// stepInfo names the message an inbound connection is handing to raft.
+type stepInfo struct {
+	from uint64
+	typ  pb.MessageType
+}
+
+// knownCounters returns id's counters, nil for an id AddPeer never saw (a
+// remote's From field does not grow the map).
+func (t *TCPTransport) knownCounters(id uint64) *peerCounters {
+	t.statsMu.Lock()
+	defer t.statsMu.Unlock()
+	return t.stats[id]
 }
 
 type outFrame struct {
@@ -302,9 +360,37 @@ type tcpPeer struct {
 	t         *TCPTransport
 	id        uint64
 	addr      string
+	pc        *peerCounters
 	queue     chan outFrame
 	stopc     chan struct{}
+	stopOnce  sync.Once
 	reporting atomic.Bool
+
+	connMu sync.Mutex
+	conn   net.Conn // the current connection, closed by stop to end a blocked write
+}
+
+// stop ends the sender: run drops and reports what is still queued.
+func (p *tcpPeer) stop() {
+	p.stopOnce.Do(func() {
+		close(p.stopc)
+		p.connMu.Lock()
+		if p.conn != nil {
+			_ = p.conn.Close()
+		}
+		p.connMu.Unlock()
+	})
+}
+
+func (p *tcpPeer) stopped() bool {
+	select {
+	case <-p.stopc:
+		return true
+	case <-p.t.stopc:
+		return true
+	default:
+		return false
+	}
 }
 
 // reportUnreachable tells raft asynchronously, at most one report in flight,
@@ -318,33 +404,65 @@ func (p *tcpPeer) reportUnreachable() {
 	}
 }
 
-func (p *tcpPeer) run() {
-	var (
-		conn     net.Conn
-		w        *bufio.Writer
-		backoff  = backoffMin
-		nextDial time.Time
-	)
-	defer func() {
-		if conn != nil {
-			_ = conn.Close()
-		}
-	}()
-	drop := func(f outFrame) {
-		p.reportUnreachable()
+// drop counts frames that will not be written and tells raft: the peer is
+// unreachable, and every snapshot among them failed.
+func (p *tcpPeer) drop(frames ...outFrame) {
+	p.pc.dropped.Add(uint64(len(frames)))
+	p.reportUnreachable()
+	for _, f := range frames {
 		if f.snap {
 			p.t.reportSnapshot(p.id, true)
 		}
 	}
-	fail := func(f outFrame, err error) {
-		p.t.lg.Debug().Err(err).Uint64("peer", p.id).Str("addr", p.addr).Dur("backoff", backoff).Msg("peer unreachable")
-		if conn != nil {
-			_ = conn.Close()
-			conn, w = nil, nil
+}
+
+// drain drops whatever is still queued when the sender stops.
+func (p *tcpPeer) drain() {
+	for {
+		select {
+		case f := <-p.queue:
+			p.drop(f)
+		default:
+			return
 		}
-		nextDial = time.Now().Add(backoff)
+	}
+}
+
+func (p *tcpPeer) setConn(c net.Conn) bool {
+	p.connMu.Lock()
+	defer p.connMu.Unlock()
+	if p.stopped() {
+		return false
+	}
+	p.conn = c
+	return true
+}
+
+func (p *tcpPeer) run() {
+	var (
+		fw       *frameWriter
+		backoff  = backoffMin
+		nextDial time.Time
+		batch    []outFrame
+	)
+	closeConn := func() {
+		if fw != nil {
+			_ = fw.conn.Close()
+			fw = nil
+		}
+	}
+	defer func() {
+		closeConn()
+		p.drain()
+	}()
+	fail := func(err error) {
+		now := time.Now()
+		p.t.lg.Debug().Err(err).Uint64("peer", p.id).Str("addr", p.addr).Dur("backoff", backoff).Msg("peer unreachable")
+		p.pc.failed(err, now)
+		closeConn()
+		nextDial = now.Add(backoff)
 		backoff = min(2*backoff, backoffMax)
-		drop(f)
+		p.drop(batch...)
 	}
 	for {
 		var f outFrame
@@ -355,36 +473,34 @@ func (p *tcpPeer) run() {
 		case <-p.t.stopc:
 			return
 		}
-		if conn == nil {
+		batch = append(batch[:0], f)
+		if p.stopped() {
+			p.drop(batch...)
+			return
+		}
+		if fw == nil {
 			if time.Now().Before(nextDial) {
 				// Backing off: drop rather than deliver stale messages later.
-				drop(f)
+				p.drop(batch...)
 				continue
 			}
 			c, err := p.t.dial(p.addr)
 			if err != nil {
-				fail(f, err)
+				fail(fmt.Errorf("dial %s: %w", p.addr, err))
 				continue
 			}
-			conn, w = c, bufio.NewWriterSize(c, 64<<10)
+			if !p.setConn(c) {
+				_ = c.Close()
+				p.drop(batch...)
+				return
+			}
+			fw = newFrameWriter(c)
+			p.pc.dials.Add(1)
 			backoff = backoffMin
 		}
 		// Write this frame and whatever else is queued, then flush once.
-		snaps := 0
-		var err error
-		for {
-			if f.snap {
-				snaps++
-			}
-			var hdr [frameHeaderSize]byte
-			binary.BigEndian.PutUint32(hdr[:], uint32(len(f.buf)))
-			_ = conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-			if _, err = w.Write(hdr[:]); err == nil {
-				_, err = w.Write(f.buf)
-			}
-			if err != nil {
-				break
-			}
+		err := fw.writeMessage(f.buf)
+		for err == nil && len(batch) < maxBatch {
 			more := false
 			select {
 			case f = <-p.queue:
@@ -394,16 +510,21 @@ func (p *tcpPeer) run() {
 			if !more {
 				break
 			}
+			batch = append(batch, f)
+			err = fw.writeMessage(f.buf)
 		}
 		if err == nil {
-			err = w.Flush()
+			err = fw.flush()
 		}
 		if err != nil {
-			fail(outFrame{snap: snaps > 0}, err)
+			fail(err)
 			continue
 		}
-		for range snaps {
-			p.t.reportSnapshot(p.id, false)
+		p.pc.wrote(len(batch), time.Now(), p.t.cfg.WarnAfter)
+		for _, f := range batch {
+			if f.snap {
+				p.t.reportSnapshot(p.id, false)
+			}
 		}
 	}
 }

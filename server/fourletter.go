@@ -393,6 +393,7 @@ func (s *Server) monitorMetrics() []kv {
 		kv{"raft_snapshot_size", r.snapshotSize},
 		kv{"raft_log_db_size", r.logDBSize},
 	)
+	out = append(out, s.peerMetrics()...) // peerstats.go
 	return out
 }
 

@@ -59,7 +59,7 @@ func newOperability(s *Server) *operability {
 	o.read.summary = newSummary("readlatency", "Read request latency in milliseconds, from arrival to reply")
 	o.update.summary = newSummary("updatelatency", "Write request latency in milliseconds, from arrival to reply (after quorum commit and fsync)")
 	o.resetLatency()
-	o.reg.MustRegister(o.read.summary, o.update.summary, &serverCollector{s: s})
+	o.reg.MustRegister(o.read.summary, o.update.summary, &serverCollector{s: s}, &peerCollector{s: s}) // peerstats.go
 	if s.cfg.MetricsExportJvm {
 		o.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

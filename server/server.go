@@ -154,7 +154,7 @@ func (s *Server) Start() (err error) {
 		ccfg.Peers = consensusPeers(s.cfg.Members)
 		s.transport = consensus.NewTCPTransport(consensus.TCPConfig{
 			ID: s.cfg.ServerID, ListenAddr: self.PeerAddr(), Peers: ccfg.Peers, Logger: s.log,
-			TLS: s.quorumTLS,
+			TLS: s.quorumTLS, WarnAfter: ccfg.TickInterval * consensus.DefaultElectionTicks,
 		})
 		ccfg.Transport = s.transport
 		ln, err := net.Listen("tcp", self.ElectionAddr())

@@ -1,0 +1,420 @@
+package consensus
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// writeFrames writes msgs to c in the transport's wire format.
+func writeFrames(t *testing.T, c net.Conn, msgs ...*pb.Message) {
+	t.Helper()
+	for _, m := range msgs {
+		b, err := proto.Marshal(m)
+		require.NoError(t, err)
+		var hdr [frameHeaderSize]byte
+		binary.BigEndian.PutUint32(hdr[:], uint32(len(b)))
+		_, err = c.Write(append(hdr[:], b...))
+		require.NoError(t, err)
+	}
+}
+
+// unreachablePeers returns peers 2..n at addresses nobody listens on.
+func unreachablePeers(t *testing.T, n int) []Peer {
+	var peers []Peer
+	for id := uint64(2); id <= uint64(n); id++ {
+		ln := listenLoopback(t)
+		peers = append(peers, Peer{ID: id, Addr: ln.Addr().String()})
+		require.NoError(t, ln.Close())
+	}
+	return peers
+}
+
+// startLeaderless starts member 1 of a 3-member group whose other members
+// never answer: it stays without a leader. It returns the node and the
+// address its transport listens on.
+func startLeaderless(t *testing.T) (*testNode, string) {
+	ln := listenLoopback(t)
+	peers := append([]Peer{{ID: 1, Addr: ln.Addr().String()}}, unreachablePeers(t, 3)...)
+	tr := NewTCPTransport(TCPConfig{ID: 1, Listener: ln, Peers: peers, Logger: testLogger(t)})
+	tn := startTestNode(t, t.TempDir(), func(cfg *Config) {
+		cfg.Peers, cfg.Transport = peers, tr
+	})
+	return tn, ln.Addr().String()
+}
+
+// TestForwardedProposalDoesNotBlockConnection is issue 9: a member resumed
+// from a pause has, on the connection from a follower, proposals that
+// follower forwarded while this member led, followed by that follower's
+// heartbeats now that it leads. Raft takes no proposal while it knows no
+// leader; the proposals must be dropped rather than hold back the
+// heartbeats that would tell this member who the leader is.
+func TestForwardedProposalDoesNotBlockConnection(t *testing.T) {
+	tn, addr := startLeaderless(t)
+	require.Zero(t, tn.Status().Lead)
+
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	term := uint64(7)
+	var msgs []*pb.Message
+	for i := range 3 {
+		msgs = append(msgs, &pb.Message{
+			Type: pb.MsgProp.Enum(), From: new(uint64(2)), To: new(uint64(1)),
+			Entries: []*pb.Entry{{Data: []byte{byte(i)}}},
+		})
+	}
+	msgs = append(msgs, &pb.Message{
+		Type: pb.MsgHeartbeat.Enum(), From: new(uint64(2)), To: new(uint64(1)), Term: new(term),
+	})
+	writeFrames(t, c, msgs...)
+
+	deadline := time.Now().Add(testTimeout)
+	for tn.Status().Lead != 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("member 1 never learned leader 2 from the heartbeat behind forwarded proposals (status %+v)", tn.Status())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Equal(t, term, tn.Status().Term)
+}
+
+// recorder is a MessageHandler that records what the transport hands it.
+type recorder struct {
+	mu          sync.Mutex
+	msgs        []*pb.Message
+	snaps       []snapReport
+	unreachable int
+	changed     chan struct{} // closed and replaced on every call
+}
+
+type snapReport struct {
+	id     uint64
+	failed bool
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+
+func (r *recorder) signal() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *recorder) Step(_ context.Context, m *pb.Message) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, m)
+	r.signal()
+	return nil
+}
+
+func (r *recorder) ReportUnreachable(uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.unreachable++
+	r.signal()
+}
+
+func (r *recorder) ReportSnapshot(id uint64, failed bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.snaps = append(r.snaps, snapReport{id, failed})
+	r.signal()
+}
+
+// waitFor waits until cond (called under r.mu) holds, at most d.
+func (r *recorder) waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		r.mu.Lock()
+		ok, ch := cond(), r.changed
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("%s: not within %v", what, d)
+		}
+	}
+}
+
+// startTransport starts a transport for id on a fresh loopback listener,
+// with peers added afterwards by the caller.
+func startTransport(t *testing.T, id uint64, peers ...Peer) (*TCPTransport, *recorder) {
+	t.Helper()
+	tr := NewTCPTransport(TCPConfig{ID: id, Listener: listenLoopback(t), Peers: peers, Logger: testLogger(t)})
+	rec := newRecorder()
+	require.NoError(t, tr.Start(rec))
+	t.Cleanup(tr.Stop)
+	return tr, rec
+}
+
+func snapMsg(from, to uint64, data []byte) *pb.Message {
+	return &pb.Message{
+		Type: pb.MsgSnap.Enum(), From: new(from), To: new(to), Term: new(uint64(3)),
+		Snapshot: &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{Index: new(uint64(100)), Term: new(uint64(3))}},
+	}
+}
+
+// TestTransportDeliversSnapshotAboveFrameLimit (issue 8 item 10): a
+// snapshot several times the frame limit travels in chunks over the real
+// transport, arrives intact, and the sender reports it delivered.
+func TestTransportDeliversSnapshotAboveFrameLimit(t *testing.T) {
+	tr2, rec2 := startTransport(t, 2)
+	tr1, rec1 := startTransport(t, 1, Peer{ID: 2, Addr: tr2.Addr().String()})
+
+	data := make([]byte, 3*maxFrameSize+12345)
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(data)
+	tr1.Send([]*pb.Message{snapMsg(1, 2, data), {Type: pb.MsgHeartbeat.Enum(), From: new(uint64(1)), To: new(uint64(2))}})
+
+	rec2.waitFor(t, testTimeout, "snapshot and heartbeat received", func() bool { return len(rec2.msgs) == 2 })
+	got := rec2.msgs[0]
+	require.Equal(t, pb.MsgSnap, got.GetType())
+	require.True(t, bytes.Equal(data, got.GetSnapshot().GetData()), "snapshot data differs")
+	require.Equal(t, pb.MsgHeartbeat, rec2.msgs[1].GetType())
+	rec1.waitFor(t, testTimeout, "snapshot reported delivered", func() bool {
+		return slices.Contains(rec1.snaps, snapReport{2, false})
+	})
+	st := tr1.PeerStats()
+	require.Len(t, st, 1)
+	require.Equal(t, uint64(2), st[0].Sent)
+	require.Zero(t, st[0].Dropped)
+}
+
+// TestTransportClosesConnectionOnBadFrame: a header announcing more than
+// the frame limit gets the connection closed without reading (or
+// allocating) the announced length; the transport goes on serving others.
+func TestTransportClosesConnectionOnBadFrame(t *testing.T) {
+	tr2, rec2 := startTransport(t, 2)
+	for _, hdr := range [][]byte{
+		{frameMessage, 0xff, 0xff, 0xff},  // 16 MiB-1, above the limit
+		{0x40, 0x00, 0x00, 0x10},          // what the old format meant by 1 GiB
+		{frameChunk, 0x00, 0x00, 0x01, 0}, // a chunk outside a chunked message
+	} {
+		c, err := net.Dial("tcp", tr2.Addr().String())
+		require.NoError(t, err)
+		_, err = c.Write(hdr)
+		require.NoError(t, err)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(testTimeout)))
+		_, err = c.Read(make([]byte, 1))
+		require.ErrorIs(t, err, io.EOF, "header %x: connection not closed", hdr)
+		c.Close()
+	}
+	tr1, _ := startTransport(t, 1, Peer{ID: 2, Addr: tr2.Addr().String()})
+	tr1.Send([]*pb.Message{{Type: pb.MsgHeartbeat.Enum(), From: new(uint64(1)), To: new(uint64(2))}})
+	rec2.waitFor(t, testTimeout, "heartbeat after bad frames", func() bool { return len(rec2.msgs) == 1 })
+}
+
+// TestAddressChangeReportsQueuedSnapshot (issue 8, smaller defects): when
+// a peer's address changes while a snapshot is queued for the old one, raft
+// is told the snapshot failed, so it sends it again to the new address.
+func TestAddressChangeReportsQueuedSnapshot(t *testing.T) {
+	// The old address accepts and never reads: the sender blocks in a write.
+	stuck := listenLoopback(t)
+	var held []net.Conn
+	var heldMu sync.Mutex
+	go func() {
+		for {
+			c, err := stuck.Accept()
+			if err != nil {
+				return
+			}
+			heldMu.Lock()
+			held = append(held, c)
+			heldMu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = stuck.Close()
+		heldMu.Lock()
+		defer heldMu.Unlock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+	})
+	tr1, rec1 := startTransport(t, 1, Peer{ID: 2, Addr: stuck.Addr().String()})
+	big := &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
+		Entries: []*pb.Entry{{Data: make([]byte, 64<<20)}}} // more than socket buffers hold
+	tr1.Send([]*pb.Message{big, snapMsg(1, 2, []byte("state"))})
+
+	tr2, rec2 := startTransport(t, 2)
+	tr1.AddPeer(Peer{ID: 2, Addr: tr2.Addr().String()})
+	// Before the blocked write's deadline could have ended it.
+	rec1.waitFor(t, writeTimeout/2, "queued snapshot reported failed", func() bool {
+		return slices.Contains(rec1.snaps, snapReport{2, true})
+	})
+	require.NotContains(t, rec1.snaps, snapReport{2, false})
+
+	// Raft retries: the snapshot reaches the new address.
+	tr1.Send([]*pb.Message{snapMsg(1, 2, []byte("state"))})
+	rec2.waitFor(t, testTimeout, "snapshot at the new address", func() bool { return len(rec2.msgs) == 1 })
+	rec1.waitFor(t, testTimeout, "snapshot reported delivered", func() bool {
+		return slices.Contains(rec1.snaps, snapReport{2, false})
+	})
+	st := tr1.PeerStats()
+	require.Len(t, st, 1)
+	require.Equal(t, tr2.Addr().String(), st[0].Addr)
+	require.GreaterOrEqual(t, st[0].Dropped, uint64(2), "the blocked message and the queued snapshot")
+}
+
+// syncBuffer is a goroutine-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestTransportWarnsAndCountsUnreachablePeer (issue 9 diagnostics): a peer
+// nobody listens for is counted (dropped, last error, unreachable) and,
+// once unreachable for longer than WarnAfter, gets a warning line.
+func TestTransportWarnsAndCountsUnreachablePeer(t *testing.T) {
+	var logs syncBuffer
+	peers := unreachablePeers(t, 2)
+	tr := NewTCPTransport(TCPConfig{ID: 1, Listener: listenLoopback(t), Peers: peers,
+		Logger: zerolog.New(&logs), WarnAfter: 50 * time.Millisecond})
+	rec := newRecorder()
+	require.NoError(t, tr.Start(rec))
+	t.Cleanup(tr.Stop)
+
+	deadline := time.Now().Add(testTimeout)
+	for !strings.Contains(logs.String(), "peer unreachable for longer than the election timeout") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning within %v; log:\n%s", testTimeout, logs.String())
+		}
+		tr.Send([]*pb.Message{{Type: pb.MsgHeartbeat.Enum(), From: new(uint64(1)), To: new(uint64(2))}})
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := tr.PeerStats()
+	require.Len(t, st, 1)
+	require.Equal(t, uint64(2), st[0].ID)
+	require.True(t, st[0].Unreachable)
+	require.NotEmpty(t, st[0].LastError)
+	require.NotZero(t, st[0].Dropped)
+	require.Zero(t, st[0].Sent)
+	rec.waitFor(t, testTimeout, "raft told the peer is unreachable", func() bool { return rec.unreachable > 0 })
+}
+
+// TestClusterJoinsThroughSnapshotAboveFrameLimit: a member that can only
+// join through a snapshot larger than one transport frame gets it, in
+// chunks, and ends with the leader's state.
+func TestClusterJoinsThroughSnapshotAboveFrameLimit(t *testing.T) {
+	small := func(cfg *Config) { cfg.SnapshotEvery, cfg.KeepEntries = 4, 1 }
+	c := newCluster(t, 1, small)
+	require.Equal(t, uint64(1), c.waitLeader())
+	n1 := c.nodes[1]
+	ctx := testCtx(t)
+	for i := range 6 {
+		d := bytes.Repeat([]byte{byte('a' + i)}, 1<<20)
+		require.NoError(t, n1.Propose(ctx, d))
+		n1.sm.waitCount(t, i+1)
+	}
+	n1.settle(t)
+	snap, err := n1.sm.Snapshot()
+	require.NoError(t, err)
+	require.Greater(t, len(snap), maxFrameSize, "the snapshot must not fit one frame")
+	require.NotZero(t, n1.Status().LastSnapshotIndex)
+
+	ln := listenLoopback(t)
+	p2 := Peer{ID: 2, Addr: ln.Addr().String()}
+	c.peers = append(c.peers, p2)
+	c.dirs[2] = t.TempDir()
+	require.NoError(t, n1.AddMember(ctx, p2))
+	n2 := c.start(2, ln, true, []Peer{c.peers[0]})
+	require.NoError(t, n1.Propose(ctx, []byte("after")))
+	n2.sm.waitCount(t, 7)
+	require.Equal(t, n1.sm.state(), n2.sm.state())
+	require.Equal(t, 1, n2.sm.restores, "joined through a snapshot")
+}
+
+// TestPeerSilenceCountsFromSteadyWriting: the "has not answered" warning
+// needs writes without an answer for longer than WarnAfter; a single
+// message long ago followed by a new one does not count as a long silence.
+func TestPeerSilenceCountsFromSteadyWriting(t *testing.T) {
+	var logs syncBuffer
+	warnAfter := time.Second
+	tr := NewTCPTransport(TCPConfig{ID: 1, Logger: zerolog.New(&logs), WarnAfter: warnAfter})
+	tr.peers[2] = &tcpPeer{id: 2}
+	pc := tr.counters(2)
+	t0 := time.Unix(1000, 0)
+	pc.wrote(1, t0, warnAfter)
+	pc.wrote(1, t0.Add(10*time.Second), warnAfter) // a new burst after a quiet spell
+	tr.checkPeers(t0.Add(10*time.Second + warnAfter/2))
+	require.NotContains(t, logs.String(), "has not answered")
+
+	for i := range 4 { // steady writing, no answer
+		pc.wrote(1, t0.Add(10*time.Second+time.Duration(i)*warnAfter/2), warnAfter)
+	}
+	tr.checkPeers(t0.Add(10*time.Second + 3*warnAfter/2 + time.Millisecond))
+	require.Contains(t, logs.String(), "has not answered")
+
+	pc.heard(t0.Add(12 * time.Second))
+	tr.checkPeers(t0.Add(12 * time.Second))
+	require.Contains(t, logs.String(), "peer reachable again")
+}
+
+// blockingHandler blocks Step until release is closed.
+type blockingHandler struct {
+	*recorder
+	release chan struct{}
+}
+
+func (b *blockingHandler) Step(ctx context.Context, m *pb.Message) error {
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+	}
+	return b.recorder.Step(ctx, m)
+}
+
+// TestTransportWarnsWhenRaftDoesNotTakeAMessage: a message raft does not
+// take within WarnAfter holds back the peer's later ones (issue 9's
+// failure); the transport says so at warn level.
+func TestTransportWarnsWhenRaftDoesNotTakeAMessage(t *testing.T) {
+	var logs syncBuffer
+	tr := NewTCPTransport(TCPConfig{ID: 1, Listener: listenLoopback(t), Logger: zerolog.New(&logs), WarnAfter: 20 * time.Millisecond})
+	h := &blockingHandler{recorder: newRecorder(), release: make(chan struct{})}
+	require.NoError(t, tr.Start(h))
+	t.Cleanup(tr.Stop)
+
+	c, err := net.Dial("tcp", tr.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	writeFrames(t, c, &pb.Message{Type: pb.MsgProp.Enum(), From: new(uint64(2)), To: new(uint64(1))})
+	deadline := time.Now().Add(testTimeout)
+	for !strings.Contains(logs.String(), "raft has not taken a message from this peer") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning within %v; log:\n%s", testTimeout, logs.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	require.Contains(t, logs.String(), `"type":"MsgProp"`)
+	close(h.release)
+	h.waitFor(t, testTimeout, "message delivered once released", func() bool { return len(h.msgs) == 1 })
+}
