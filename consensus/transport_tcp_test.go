@@ -345,8 +345,10 @@ func TestClusterJoinsThroughSnapshotAboveFrameLimit(t *testing.T) {
 	p2 := Peer{ID: 2, Addr: ln.Addr().String()}
 	c.peers = append(c.peers, p2)
 	c.dirs[2] = t.TempDir()
-	require.NoError(t, n1.AddMember(ctx, p2))
+	// The joiner runs before it is added: AddMember returns once the new
+	// member caught up as a learner and was promoted.
 	n2 := c.start(2, ln, true, []Peer{c.peers[0]})
+	require.NoError(t, n1.AddMember(ctx, p2))
 	require.NoError(t, n1.Propose(ctx, []byte("after")))
 	n2.sm.waitCount(t, 7)
 	require.Equal(t, n1.sm.state(), n2.sm.state())
