@@ -238,6 +238,10 @@ func (s *Server) Addr() net.Addr {
 // Done is closed when the server stopped or its consensus node failed.
 func (s *Server) Done() <-chan struct{} { return s.node.Done() }
 
+// Err is why the consensus node stopped on its own (an entry this member
+// cannot apply, a storage failure), or nil while it runs.
+func (s *Server) Err() error { return s.node.Err() }
+
 // Stop closes client connections and the listener, and stops the node. The
 // sessions stay in the replicated state: clients reattach after a restart.
 func (s *Server) Stop() error {

@@ -74,7 +74,7 @@ func serve(args []string) int {
 	case sig := <-sigC:
 		log.Info().Str("signal", sig.String()).Msg("shutting down")
 	case <-srv.Done():
-		log.Error().Msg("consensus stopped, shutting down")
+		log.Error().Err(srv.Err()).Msg("consensus stopped, shutting down")
 		code = 1
 	}
 	done := make(chan error, 1)
