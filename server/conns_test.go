@@ -180,20 +180,24 @@ func TestCloseFromApplyHookDoesNotBlock(t *testing.T) {
 	}
 }
 
-// connGoroutines lists the stacks of running goroutines that belong to a
-// client connection.
-func connGoroutines() []string {
+// goroutineStacks returns the stack of every running goroutine, one
+// string each.
+func goroutineStacks() []string {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
-			buf = buf[:n]
-			break
+			return strings.Split(string(buf[:n]), "\n\n")
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+}
+
+// connGoroutines lists the stacks of running goroutines that belong to a
+// client connection.
+func connGoroutines() []string {
 	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
+	for _, g := range goroutineStacks() {
 		for _, fn := range []string{"server.(*conn).", "server.(*Server).runConn", "server.(*Server).serveTLS"} {
 			if strings.Contains(g, fn) {
 				out = append(out, g)

@@ -1,12 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"encoding/binary"
 	"io"
 	"net"
-	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,18 +35,9 @@ func newEnsembleMember(t *testing.T, leaderAddr string) *Server {
 
 // livenessGoroutines counts the goroutines livenessReceiver started.
 func livenessGoroutines() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	count := 0
-	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		if bytes.Contains(g, []byte("(*Server).livenessReceiver.func")) {
+	for _, g := range goroutineStacks() {
+		if strings.Contains(g, "(*Server).livenessReceiver.func") {
 			count++
 		}
 	}

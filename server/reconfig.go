@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkraft/zkraft/consensus"
+	"github.com/zkraft/zkraft/internal/zoocfg"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -212,7 +213,7 @@ func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
 func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Member) (map[uint64]Member, int32) {
 	target := map[uint64]Member{}
 	if strings.TrimSpace(r.NewMembers) != "" {
-		for _, spec := range splitList(r.NewMembers) {
+		for _, spec := range zoocfg.SplitList(r.NewMembers) {
 			m, err := parseServerSpec(spec)
 			if err != nil {
 				return nil, jute.ErrBadArguments
@@ -225,14 +226,14 @@ func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Memb
 	for _, id := range s.node.Status().Voters {
 		ids[id] = true
 	}
-	for _, spec := range splitList(r.JoiningServers) {
+	for _, spec := range zoocfg.SplitList(r.JoiningServers) {
 		m, err := parseServerSpec(spec)
 		if err != nil {
 			return nil, jute.ErrBadArguments
 		}
 		target[m.ID], ids[m.ID] = m, true
 	}
-	for _, spec := range splitList(r.LeavingServers) {
+	for _, spec := range zoocfg.SplitList(r.LeavingServers) {
 		id, err := strconv.ParseUint(strings.TrimPrefix(spec, "server."), 10, 64)
 		if err != nil {
 			return nil, jute.ErrBadArguments
@@ -274,14 +275,4 @@ func parseServerSpec(spec string) (Member, error) {
 		return Member{}, fmt.Errorf("bad server id in %q", spec)
 	}
 	return parseMember(id, value)
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' }) {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

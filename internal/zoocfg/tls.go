@@ -207,7 +207,7 @@ func (ts TLSSettings) versions() (lo, hi uint16, err error) {
 	}
 	names := []string{protocol}
 	if ts.EnabledProtocols != "" {
-		names = splitList(ts.EnabledProtocols)
+		names = SplitList(ts.EnabledProtocols)
 	}
 	for _, n := range names {
 		var a, b uint16
@@ -236,7 +236,7 @@ func (ts TLSSettings) cipherSuites() ([]uint16, error) {
 		byName[cs.Name] = cs.ID
 	}
 	var out []uint16
-	for _, n := range splitList(ts.CipherSuites) {
+	for _, n := range SplitList(ts.CipherSuites) {
 		id, ok := byName[n]
 		if !ok {
 			if strings.HasPrefix(n, "TLS_AES_") || strings.HasPrefix(n, "TLS_CHACHA20_") {
@@ -293,8 +293,8 @@ func readPasswordFile(path string) (string, error) {
 	return strings.TrimRight(string(b), "\r\n"), nil
 }
 
-// splitList splits a comma-separated value, dropping blanks.
-func splitList(s string) []string {
+// SplitList splits a comma- or newline-separated value, dropping blanks.
+func SplitList(s string) []string {
 	var out []string
 	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' }) {
 		if f = strings.TrimSpace(f); f != "" {
