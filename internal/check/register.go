@@ -1,0 +1,486 @@
+package check
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// OpKind is the kind of a register operation on one znode.
+type OpKind int
+
+// The operations of the versioned-register model of a znode.
+const (
+	// OpCreate creates the znode with Data (version 0). Its parent is assumed
+	// to exist for the whole history; the znode must not be sequential.
+	OpCreate OpKind = iota + 1
+	// OpSet is setData(Data, Version) where Version -1 matches any version.
+	OpSet
+	// OpGet is getData, answering RespData and RespVersion.
+	OpGet
+	// OpDelete is delete(Version) where Version -1 matches any version.
+	OpDelete
+)
+
+func (k OpKind) String() string {
+	switch k {
+	case OpCreate:
+		return "create"
+	case OpSet:
+		return "set"
+	case OpGet:
+		return "get"
+	case OpDelete:
+		return "delete"
+	}
+	return "OpKind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Status is the outcome of a register operation as the client saw it.
+type Status int
+
+// Outcomes of a register operation.
+const (
+	// StatusOK: the operation succeeded.
+	StatusOK Status = iota + 1
+	// StatusNoNode: the znode did not exist.
+	StatusNoNode
+	// StatusNodeExists: a create found the znode present.
+	StatusNodeExists
+	// StatusBadVersion: the expected version did not match.
+	StatusBadVersion
+	// StatusUnknown: no answer (timeout, connection loss, session expired
+	// while in flight). The operation may have taken effect at any instant
+	// after its invocation, or never. A read with unknown outcome constrains
+	// nothing and is ignored.
+	StatusUnknown
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusOK:
+		return "ok"
+	case StatusNoNode:
+		return "NoNode"
+	case StatusNodeExists:
+		return "NodeExists"
+	case StatusBadVersion:
+		return "BadVersion"
+	case StatusUnknown:
+		return "unknown"
+	}
+	return "Status(" + strconv.Itoa(int(s)) + ")"
+}
+
+// RegisterOp is one recorded operation on one znode.
+type RegisterOp struct {
+	// Client identifies the client (session) that issued the operation:
+	// small non-negative integers, used in explanations, in the
+	// visualization (one row per client) and by SessionReads, which assumes
+	// a client's operations are listed in the order it issued them.
+	Client int
+	// Path of the znode; the history is checked path by path.
+	Path string
+	Kind OpKind
+	// Data written by OpCreate and OpSet.
+	Data string
+	// Version expected by OpSet and OpDelete; -1 matches any version.
+	Version int32
+	// Linearizable marks an OpGet issued after a sync on the same session
+	// (a sync+read is an ordinary linearizable read). Plain reads
+	// (Linearizable false) are checked by SessionReads only.
+	Linearizable bool
+	// Call is the instant the client sent the request.
+	Call int64
+	// Return is the instant the client received the answer. Ignored when
+	// Status is StatusUnknown.
+	Return int64
+	// Status is the outcome the client saw.
+	Status Status
+	// RespData is the data an OpGet read (StatusOK).
+	RespData string
+	// RespVersion is the data version an OpGet read, or the new version an
+	// OpSet produced (StatusOK). Ignored for OpCreate (always 0).
+	RespVersion int32
+	// RespMzxid is the optional mzxid of the znode in the reply of an OpGet
+	// or OpSet with StatusOK; 0 means not recorded. SessionReads and
+	// NoLostWrites use it when present because, unlike the version, it
+	// keeps growing across a delete and re-create.
+	RespMzxid int64
+}
+
+func (op RegisterOp) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "client %d %s %s", op.Client, op.Kind, op.Path)
+	switch op.Kind {
+	case OpCreate:
+		fmt.Fprintf(&b, "(%q)", op.Data)
+	case OpSet:
+		fmt.Fprintf(&b, "(%q, v%d)", op.Data, op.Version)
+	case OpDelete:
+		fmt.Fprintf(&b, "(v%d)", op.Version)
+	case OpGet:
+		if op.Linearizable {
+			b.WriteString(" after sync")
+		}
+	}
+	b.WriteString(" -> ")
+	switch {
+	case op.Status == StatusOK && op.Kind == OpGet:
+		fmt.Fprintf(&b, "(%q, v%d)", op.RespData, op.RespVersion)
+	case op.Status == StatusOK && op.Kind == OpSet:
+		fmt.Fprintf(&b, "ok v%d", op.RespVersion)
+	default:
+		b.WriteString(op.Status.String())
+	}
+	if op.Status == StatusUnknown {
+		fmt.Fprintf(&b, " [call %d]", op.Call)
+	} else {
+		fmt.Fprintf(&b, " [call %d, return %d]", op.Call, op.Return)
+	}
+	return b.String()
+}
+
+// Register is the state of one znode as a versioned register.
+type Register struct {
+	Exists  bool
+	Data    string
+	Version int32
+	// Mzxid is optional (0 = unknown); the linearizability model ignores it.
+	Mzxid int64
+}
+
+func (r Register) String() string {
+	if !r.Exists {
+		return "absent"
+	}
+	return fmt.Sprintf("(%q, v%d)", r.Data, r.Version)
+}
+
+// regState is the porcupine model state: comparable, Mzxid dropped.
+type regState struct {
+	exists  bool
+	data    string
+	version int32
+}
+
+func (s regState) String() string {
+	return Register{Exists: s.exists, Data: s.data, Version: s.version}.String()
+}
+
+// LinearizableOptions tunes Linearizable.
+type LinearizableOptions struct {
+	// Initial is the state of each path before the history; a path not
+	// listed starts absent.
+	Initial map[string]Register
+	// Timeout bounds the whole search (wall clock); 0 means no bound. When it
+	// runs out the result is a Violation with Inconclusive set.
+	Timeout time.Duration
+	// VisualizationPath, when set, receives porcupine's HTML visualization of
+	// the path that violates linearizability (nothing is written when the
+	// history is linearizable).
+	VisualizationPath string
+}
+
+// stepRegister applies op to s. ok is false when the outcome op reports is
+// impossible in state s; why then says what the state was.
+func stepRegister(s regState, op *RegisterOp) (ok bool, next regState, why string) {
+	versionMatches := op.Version == -1 || op.Version == s.version
+	switch op.Kind {
+	case OpCreate:
+		switch op.Status {
+		case StatusOK:
+			if s.exists {
+				return false, s, "the znode already exists " + s.String()
+			}
+			return true, regState{exists: true, data: op.Data}, ""
+		case StatusNodeExists:
+			if !s.exists {
+				return false, s, "the znode is absent"
+			}
+			return true, s, ""
+		case StatusUnknown:
+			if !s.exists {
+				return true, regState{exists: true, data: op.Data}, ""
+			}
+			return true, s, ""
+		}
+	case OpSet:
+		switch op.Status {
+		case StatusOK:
+			if !s.exists {
+				return false, s, "the znode is absent"
+			}
+			if !versionMatches {
+				return false, s, "the znode is at " + s.String()
+			}
+			if op.RespVersion != s.version+1 {
+				return false, s, fmt.Sprintf("the znode is at %s, so the new version is v%d", s, s.version+1)
+			}
+			return true, regState{exists: true, data: op.Data, version: s.version + 1}, ""
+		case StatusNoNode:
+			if s.exists {
+				return false, s, "the znode exists " + s.String()
+			}
+			return true, s, ""
+		case StatusBadVersion:
+			if !s.exists || versionMatches {
+				return false, s, "the znode is " + s.String()
+			}
+			return true, s, ""
+		case StatusUnknown:
+			if s.exists && versionMatches {
+				return true, regState{exists: true, data: op.Data, version: s.version + 1}, ""
+			}
+			return true, s, ""
+		}
+	case OpDelete:
+		switch op.Status {
+		case StatusOK:
+			if !s.exists || !versionMatches {
+				return false, s, "the znode is " + s.String()
+			}
+			return true, regState{}, ""
+		case StatusNoNode:
+			if s.exists {
+				return false, s, "the znode exists " + s.String()
+			}
+			return true, s, ""
+		case StatusBadVersion:
+			if !s.exists || versionMatches {
+				return false, s, "the znode is " + s.String()
+			}
+			return true, s, ""
+		case StatusUnknown:
+			if s.exists && versionMatches {
+				return true, regState{}, ""
+			}
+			return true, s, ""
+		}
+	case OpGet:
+		switch op.Status {
+		case StatusOK:
+			if !s.exists || s.data != op.RespData || s.version != op.RespVersion {
+				return false, s, "the znode is " + s.String()
+			}
+			return true, s, ""
+		case StatusNoNode:
+			if s.exists {
+				return false, s, "the znode exists " + s.String()
+			}
+			return true, s, ""
+		}
+	}
+	return false, s, fmt.Sprintf("%s cannot answer %s", op.Kind, op.Status)
+}
+
+func registerModel(initial regState) porcupine.Model {
+	return porcupine.Model{
+		Init: func() any { return initial },
+		Step: func(state, input, _ any) (bool, any) {
+			ok, next, _ := stepRegister(state.(regState), input.(*RegisterOp))
+			return ok, next
+		},
+		DescribeOperation: func(input, _ any) string {
+			op := input.(*RegisterOp)
+			s := op.String()
+			// The visualization shows the times itself.
+			if i := strings.LastIndex(s, " ["); i >= 0 {
+				s = s[:i]
+			}
+			return s
+		},
+		DescribeState: func(state any) string { return state.(regState).String() },
+	}
+}
+
+func validateRegisterOp(i int, op *RegisterOp) error {
+	if op.Kind < OpCreate || op.Kind > OpDelete {
+		return fmt.Errorf("check: register op %d: invalid kind %d", i, op.Kind)
+	}
+	if op.Status < StatusOK || op.Status > StatusUnknown {
+		return fmt.Errorf("check: register op %d (%s): invalid status %d", i, op.Kind, op.Status)
+	}
+	if op.Status != StatusUnknown && op.Return < op.Call {
+		return fmt.Errorf("check: register op %d (%s): returns at %d before its call at %d", i, op, op.Return, op.Call)
+	}
+	if op.Client < 0 {
+		return fmt.Errorf("check: register op %d: negative client %d", i, op.Client)
+	}
+	return nil
+}
+
+// groupByPath returns the paths of history in sorted order and, per path,
+// the indexes of its operations.
+func groupByPath(history []RegisterOp) ([]string, map[string][]int) {
+	byPath := make(map[string][]int)
+	for i := range history {
+		byPath[history[i].Path] = append(byPath[history[i].Path], i)
+	}
+	paths := make([]string, 0, len(byPath))
+	for p := range byPath {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	return paths, byPath
+}
+
+// Linearizable checks that the history, path by path, is linearizable with
+// respect to a versioned register: writes of every status and the reads
+// marked Linearizable take part; plain reads and reads with unknown outcome
+// are left out. An operation with StatusUnknown is given a response at the
+// end of the history, so it may take effect at any instant after its
+// invocation or (taking effect last) not at all.
+//
+// On a violation the explanation names the path, the longest prefix that
+// could be linearized, the state it ends in, and why none of the operations
+// that could come next is possible in that state. Among several violating
+// paths the one whose violation shows earliest is reported.
+func Linearizable(history []RegisterOp, opts LinearizableOptions) error {
+	var end int64
+	for i := range history {
+		op := &history[i]
+		if err := validateRegisterOp(i, op); err != nil {
+			return err
+		}
+		end = max(end, op.Call, op.Return)
+	}
+	end++
+
+	var deadline time.Time
+	if opts.Timeout > 0 {
+		deadline = time.Now().Add(opts.Timeout)
+	}
+	type failure struct {
+		path   string
+		at     int64
+		detail string
+		model  porcupine.Model
+		info   porcupine.LinearizationInfo
+	}
+	var first *failure
+	paths, byPath := groupByPath(history)
+	for _, path := range paths {
+		var ops []porcupine.Operation
+		for _, i := range byPath[path] {
+			op := &history[i]
+			if op.Kind == OpGet && (!op.Linearizable || op.Status == StatusUnknown) {
+				continue
+			}
+			ret := op.Return
+			if op.Status == StatusUnknown {
+				ret = end
+			}
+			ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: op, Call: op.Call, Output: op, Return: ret})
+		}
+		if len(ops) == 0 {
+			continue
+		}
+		init := opts.Initial[path]
+		model := registerModel(regState{exists: init.Exists, data: init.Data, version: init.Version})
+		var timeout time.Duration
+		if !deadline.IsZero() {
+			timeout = time.Until(deadline)
+			if timeout <= 0 {
+				return &Violation{Checker: CheckerLinearizable, Inconclusive: true,
+					Detail: fmt.Sprintf("time budget %s ran out before path %s was checked", opts.Timeout, path)}
+			}
+		}
+		res, info := porcupine.CheckOperationsVerbose(model, ops, timeout)
+		switch res {
+		case porcupine.Ok:
+			continue
+		case porcupine.Unknown:
+			return &Violation{Checker: CheckerLinearizable, Inconclusive: true,
+				Detail: fmt.Sprintf("time budget %s ran out while checking path %s (%d operations)", opts.Timeout, path, len(ops))}
+		}
+		at, detail := explainRegister(path, model, ops, info)
+		if first == nil || at < first.at {
+			first = &failure{path: path, at: at, detail: detail, model: model, info: info}
+		}
+	}
+	if first == nil {
+		return nil
+	}
+	v := violationf(CheckerLinearizable, "%s", first.detail)
+	if opts.VisualizationPath != "" {
+		if err := porcupine.VisualizePath(first.model, first.info, opts.VisualizationPath); err != nil {
+			v.Detail += fmt.Sprintf(" (writing the visualization to %s failed: %v)", opts.VisualizationPath, err)
+		} else {
+			v.Detail += " (visualization in " + opts.VisualizationPath + ")"
+		}
+	}
+	return v
+}
+
+// explainRegister describes why the operations of one path cannot be
+// linearized, and returns the instant the search got stuck at.
+func explainRegister(path string, model porcupine.Model, ops []porcupine.Operation, info porcupine.LinearizationInfo) (int64, string) {
+	var longest []porcupine.Operation
+	for _, partial := range info.PartialLinearizationsOperations() {
+		for _, l := range partial {
+			if len(l) > len(longest) || (len(l) == len(longest) && lessLinearization(l, longest)) {
+				longest = l
+			}
+		}
+	}
+	state := model.Init().(regState)
+	done := make(map[*RegisterOp]bool, len(longest))
+	for _, o := range longest {
+		op := o.Input.(*RegisterOp)
+		_, state, _ = stepRegister(state, op)
+		done[op] = true
+	}
+	// The operations that could be linearized next: not yet linearized, and
+	// invoked no later than the earliest response among those left.
+	var rest []porcupine.Operation
+	stuck := int64(Never)
+	for _, o := range ops {
+		if !done[o.Input.(*RegisterOp)] {
+			rest = append(rest, o)
+			stuck = min(stuck, o.Return)
+		}
+	}
+	sort.SliceStable(rest, func(i, j int) bool { return rest[i].Call < rest[j].Call })
+	var b strings.Builder
+	fmt.Fprintf(&b, "path %s: not linearizable; at most %d of its %d operations linearize", path, len(longest), len(ops))
+	if n := len(longest); n > 0 {
+		fmt.Fprintf(&b, ", the last being %s", longest[n-1].Input.(*RegisterOp))
+	}
+	fmt.Fprintf(&b, ", leaving the znode %s; none of the operations that must come next can:", state)
+	const maxShown = 4
+	shown := 0
+	for _, o := range rest {
+		if o.Call > stuck {
+			break
+		}
+		if shown == maxShown {
+			b.WriteString("; ...")
+			break
+		}
+		op := o.Input.(*RegisterOp)
+		_, _, why := stepRegister(state, op)
+		if why == "" {
+			why = "it is possible here, but then later operations are not"
+		}
+		if shown > 0 {
+			b.WriteString(";")
+		}
+		fmt.Fprintf(&b, " %s: %s", op, why)
+		shown++
+	}
+	return stuck, b.String()
+}
+
+func lessLinearization(a, b []porcupine.Operation) bool {
+	for i := range a {
+		if a[i].Call != b[i].Call {
+			return a[i].Call < b[i].Call
+		}
+	}
+	return false
+}
