@@ -2,14 +2,18 @@ package check
 
 import "fmt"
 
-// FenceOp is one write attempt on a fenced counter, listed in the order the
-// resource processed the attempts. The resource accepts a write only when
-// its token is at least the highest token it has seen (in any attempt,
-// accepted or not); the client read the counter and writes Value, its read
-// plus one.
+// FenceOp is one request to a fenced counter, listed in the order the
+// resource processed them. The resource accepts a write only when its token
+// is at least the highest token it has seen (in any request, accepted or
+// not). A client increments by reading the counter (presenting its token,
+// so the read raises the highest token seen too) and writing Value, its read
+// plus one; a resource that increments by itself reports the value it
+// reached as Value.
 type FenceOp struct {
 	Client int
 	Token  int64
+	// ReadOnly marks a fenced read: it only raises the highest token seen.
+	ReadOnly bool
 	// Value is the counter value the attempt writes.
 	Value int64
 	// Accepted: the resource applied the write.
@@ -20,6 +24,9 @@ type FenceOp struct {
 }
 
 func (o FenceOp) String() string {
+	if o.ReadOnly {
+		return fmt.Sprintf("client %d read with token %d", o.Client, o.Token)
+	}
 	verdict := "rejected"
 	switch {
 	case o.Acked:
@@ -45,6 +52,10 @@ func FencedCounter(ops []FenceOp, initial, final int64) error {
 	var lastAccepted *FenceOp
 	for i := range ops {
 		op := &ops[i]
+		if op.ReadOnly {
+			highest = max(highest, op.Token)
+			continue
+		}
 		if op.Acked && !op.Accepted {
 			return errorf("fence op %d (%s) is acknowledged but not accepted", i, op)
 		}

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strconv"
 	"strings"
@@ -94,7 +95,11 @@ type RegisterOp struct {
 	// (a sync+read is an ordinary linearizable read). Plain reads
 	// (Linearizable false) are checked by SessionReads only.
 	Linearizable bool
-	// Call is the instant the client sent the request.
+	// Call is the instant the client sent the request. For a Linearizable
+	// read it is the instant the client sent the sync before it: a read that
+	// follows a sync reflects a state at least as new as the sync, which may
+	// take effect anywhere between its invocation and its response, so the
+	// read's window must start there or correct histories are rejected.
 	Call int64
 	// Return is the instant the client received the answer. Ignored when
 	// Status is StatusUnknown.
@@ -295,6 +300,16 @@ func registerModel(initial regState) porcupine.Model {
 			return s
 		},
 		DescribeState: func(state any) string { return state.(regState).String() },
+		Hash: func(state any) uint64 {
+			s := state.(regState)
+			h := fnv.New64a()
+			_, _ = h.Write([]byte(s.data))
+			v := uint64(uint32(s.version))
+			if s.exists {
+				v |= 1 << 32
+			}
+			return h.Sum64() ^ v*0x9e3779b97f4a7c15
+		},
 	}
 }
 

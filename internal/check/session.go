@@ -64,6 +64,11 @@ func sessionReadsPath(history []RegisterOp, idx []int, init Register, hasInit, h
 		case OpCreate:
 			last[op.Client] = &seen{op: op, exists: true, version: 0}
 		case OpSet:
+			if prev != nil {
+				if err := notOlder(prev, op, hasDelete); err != nil {
+					return err
+				}
+			}
 			last[op.Client] = &seen{op: op, exists: true, version: op.RespVersion, mzxid: op.RespMzxid}
 		case OpDelete:
 			delete(last, op.Client)
@@ -100,12 +105,12 @@ func sessionReadsPath(history []RegisterOp, idx []int, init Register, hasInit, h
 func notOlder(prev *seen, op *RegisterOp, hasDelete bool) error {
 	if prev.mzxid != 0 && op.RespMzxid != 0 {
 		if op.RespMzxid < prev.mzxid {
-			return violationf(CheckerSessionReads, "%s saw mzxid %#x, older than mzxid %#x the same client saw before in %s", op, op.RespMzxid, prev.mzxid, prev.op)
+			return violationf(CheckerSessionReads, "%s has mzxid %#x, older than mzxid %#x the same client saw before in %s", op, op.RespMzxid, prev.mzxid, prev.op)
 		}
 		return nil
 	}
 	if !hasDelete && op.RespVersion < prev.version {
-		return violationf(CheckerSessionReads, "%s saw version %d, older than version %d the same client saw before in %s", op, op.RespVersion, prev.version, prev.op)
+		return violationf(CheckerSessionReads, "%s has version %d, older than version %d the same client saw before in %s", op, op.RespVersion, prev.version, prev.op)
 	}
 	return nil
 }
