@@ -19,6 +19,10 @@ const (
 	CheckerNoLostWrites  = "no-lost-writes"
 	CheckerReplicasAgree = "replicas-agree"
 	CheckerSessionZxids  = "session-zxids"
+	// CheckerSessionLiveness reports a session expired while heard from.
+	CheckerSessionLiveness = "session-liveness"
+	// CheckerEphemerals reports an ephemeral that outlived its session.
+	CheckerEphemerals = "ephemeral-lifetime"
 )
 
 // Violation is a history that breaks a checker's invariant.

@@ -40,4 +40,8 @@
 //   - ReplicasAgree: members at an equal applied index have equal state
 //     digests (or snapshot bytes).
 //   - SessionZxids: the zxids a session sees in replies never go backwards.
+//   - SessionsNotExpired: a session whose client keeps being answered
+//     within its timeout is never expired.
+//   - EphemeralLifetimes: no ephemeral znode outlives its session by more
+//     than the timeout plus a detection bound.
 package check
