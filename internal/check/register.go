@@ -296,16 +296,53 @@ func stepRegister(s regState, op *RegisterOp) (ok bool, next regState, why strin
 	return false, s, fmt.Sprintf("%s cannot answer %s", op.Kind, op.Status)
 }
 
+// regInput is a porcupine operation's input: the recorded operation, and
+// whether it may have had no effect although it must be linearized before a
+// finite bound (an unknown-outcome operation whose bound the caller gave).
+// An unknown-outcome operation open to the end of the history needs no such
+// branch: linearized last, it is as if it never took effect.
+type regInput struct {
+	op       *RegisterOp
+	optional bool
+}
+
+// stepStates applies in to each of the possible states, deduplicated in
+// first-seen order.
+func stepStates(states []regState, in regInput) []regState {
+	var out []regState
+	add := func(s regState) {
+		for _, o := range out {
+			if o == s {
+				return
+			}
+		}
+		out = append(out, s)
+	}
+	for _, s := range states {
+		ok, next, _ := stepRegister(s, in.op)
+		if !ok {
+			continue
+		}
+		add(next)
+		if in.optional {
+			add(s)
+		}
+	}
+	return out
+}
+
 func registerModel(initial regState) porcupine.Model {
-	return porcupine.Model{
-		Init: func() any { return initial },
-		Step: func(state, input, _ any) (bool, any) {
-			ok, next, _ := stepRegister(state.(regState), input.(*RegisterOp))
-			return ok, next
+	m := porcupine.NondeterministicModel{
+		Init: func() []any { return []any{initial} },
+		Step: func(state, input, _ any) []any {
+			var out []any
+			for _, s := range stepStates([]regState{state.(regState)}, input.(regInput)) {
+				out = append(out, s)
+			}
+			return out
 		},
 		DescribeOperation: func(input, _ any) string {
-			op := input.(*RegisterOp)
-			s := op.String()
+			s := input.(regInput).op.String()
 			// The visualization shows the times itself.
 			if i := strings.LastIndex(s, " ["); i >= 0 {
 				s = s[:i]
@@ -324,6 +361,7 @@ func registerModel(initial regState) porcupine.Model {
 			return h.Sum64() ^ v*0x9e3779b97f4a7c15
 		},
 	}
+	return m.ToModel()
 }
 
 func validateRegisterOp(i int, op *RegisterOp) error {
@@ -412,7 +450,8 @@ func Linearizable(history []RegisterOp, opts LinearizableOptions) error {
 		if len(ops) == 0 {
 			continue
 		}
-		model := registerModel(regState{exists: init.Exists, data: init.Data, version: init.Version})
+		initState := regState{exists: init.Exists, data: init.Data, version: init.Version}
+		model := registerModel(initState)
 		// Each path left gets an equal share of the budget left; a quarter of
 		// it is kept for the reduced history below.
 		var share time.Duration
@@ -435,14 +474,14 @@ func Linearizable(history []RegisterOp, opts LinearizableOptions) error {
 				case porcupine.Ok:
 					note += fmt.Sprintf(", which is linearizable if the %d unknown-outcome writes no read observed never took effect", len(ops)-len(reduced))
 				case porcupine.Illegal:
-					_, d := explainRegister(path, model, reduced, info)
+					_, d := explainRegister(path, initState, reduced, info)
 					note += fmt.Sprintf(", which is not linearizable even if the %d unknown-outcome writes no read observed never took effect: %s", len(ops)-len(reduced), d)
 				}
 			}
 			inconclusive = append(inconclusive, note)
 			continue
 		}
-		at, detail := explainRegister(path, model, ops, info)
+		at, detail := explainRegister(path, initState, ops, info)
 		if first == nil || at < first.at {
 			first = &failure{at: at, detail: detail, model: model, info: info}
 		}
@@ -495,17 +534,21 @@ func pathOperations(history []RegisterOp, idx []int, init Register, end int64) [
 			continue
 		}
 		ret := op.Return
+		optional := false
 		if op.Status == StatusUnknown {
 			if ret < op.Call || ret > end {
 				ret = end
 			}
+			optional = ret < end
 			if op.Kind != OpDelete && writers[op.Data] == 1 {
-				if r, seen := firstRead[op.Data]; seen && r >= op.Call && r < ret {
-					ret = r
+				if r, seen := firstRead[op.Data]; seen && r >= op.Call {
+					// It happened, by the time the read returned: the read
+					// saw what only it wrote.
+					ret, optional = min(ret, r), false
 				}
 			}
 		}
-		ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: op, Call: op.Call, Output: op, Return: ret})
+		ops = append(ops, porcupine.Operation{ClientId: op.Client, Input: regInput{op: op, optional: optional}, Call: op.Call, Return: ret})
 	}
 	return ops
 }
@@ -521,7 +564,7 @@ func withoutUnobservedWrites(history []RegisterOp, idx []int, ops []porcupine.Op
 	}
 	var out []porcupine.Operation
 	for _, o := range ops {
-		op := o.Input.(*RegisterOp)
+		op := o.Input.(regInput).op
 		if op.Status == StatusUnknown && op.Kind != OpDelete && op.Kind != OpGet && !read[op.Data] {
 			continue
 		}
@@ -532,7 +575,7 @@ func withoutUnobservedWrites(history []RegisterOp, idx []int, ops []porcupine.Op
 
 // explainRegister describes why the operations of one path cannot be
 // linearized, and returns the instant the search got stuck at.
-func explainRegister(path string, model porcupine.Model, ops []porcupine.Operation, info porcupine.LinearizationInfo) (int64, string) {
+func explainRegister(path string, init regState, ops []porcupine.Operation, info porcupine.LinearizationInfo) (int64, string) {
 	var longest []porcupine.Operation
 	for _, partial := range info.PartialLinearizationsOperations() {
 		for _, l := range partial {
@@ -541,19 +584,19 @@ func explainRegister(path string, model porcupine.Model, ops []porcupine.Operati
 			}
 		}
 	}
-	state := model.Init().(regState)
+	states := []regState{init}
 	done := make(map[*RegisterOp]bool, len(longest))
 	for _, o := range longest {
-		op := o.Input.(*RegisterOp)
-		_, state, _ = stepRegister(state, op)
-		done[op] = true
+		in := o.Input.(regInput)
+		states = stepStates(states, in)
+		done[in.op] = true
 	}
 	// The operations that could be linearized next: not yet linearized, and
 	// invoked no later than the earliest response among those left.
 	var rest []porcupine.Operation
 	stuck := int64(Never)
 	for _, o := range ops {
-		if !done[o.Input.(*RegisterOp)] {
+		if !done[o.Input.(regInput).op] {
 			rest = append(rest, o)
 			stuck = min(stuck, o.Return)
 		}
@@ -562,9 +605,18 @@ func explainRegister(path string, model porcupine.Model, ops []porcupine.Operati
 	var b strings.Builder
 	fmt.Fprintf(&b, "path %s: not linearizable; at most %d of its %d operations linearize", path, len(longest), len(ops))
 	if n := len(longest); n > 0 {
-		fmt.Fprintf(&b, ", the last being %s", longest[n-1].Input.(*RegisterOp))
+		fmt.Fprintf(&b, ", the last being %s", longest[n-1].Input.(regInput).op)
 	}
-	fmt.Fprintf(&b, ", leaving the znode %s; none of the operations that must come next can:", state)
+	if len(states) == 1 {
+		fmt.Fprintf(&b, ", leaving the znode %s", states[0])
+	} else {
+		names := make([]string, len(states))
+		for i, st := range states {
+			names[i] = st.String()
+		}
+		fmt.Fprintf(&b, ", leaving the znode %s (one of these, depending on operations of unknown outcome)", strings.Join(names, " or "))
+	}
+	b.WriteString("; none of the operations that must come next can:")
 	const maxShown = 4
 	shown := 0
 	for _, o := range rest {
@@ -575,15 +627,19 @@ func explainRegister(path string, model porcupine.Model, ops []porcupine.Operati
 			b.WriteString("; ...")
 			break
 		}
-		op := o.Input.(*RegisterOp)
-		_, _, why := stepRegister(state, op)
-		if why == "" {
+		in := o.Input.(regInput)
+		why := ""
+		if len(stepStates(states, in)) > 0 {
 			why = "it is possible here, but then later operations are not"
+		} else if len(states) == 1 {
+			_, _, why = stepRegister(states[0], in.op)
+		} else {
+			why = "it is possible in none of these states"
 		}
 		if shown > 0 {
 			b.WriteString(";")
 		}
-		fmt.Fprintf(&b, " %s: %s", op, why)
+		fmt.Fprintf(&b, " %s: %s", in.op, why)
 		shown++
 	}
 	return stuck, b.String()
