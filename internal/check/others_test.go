@@ -2,6 +2,7 @@ package check
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -377,5 +378,42 @@ func TestSessionZxids(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			expect(t, SessionZxids(tt.obs), CheckerSessionZxids, tt.want...)
 		})
+	}
+}
+
+// Histories of atomic registers (correct by construction) pass the session
+// and lost-write checks, with and without mzxids, with reads plain or
+// synced.
+func TestCorrectRandomHistoriesPass(t *testing.T) {
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 3))
+		h, final := randomHistoryFinal(rng, 5, 10, seed%2 == 0)
+		for i := range h {
+			if h[i].Kind == OpGet && rng.IntN(2) == 0 {
+				h[i].Linearizable = false
+			}
+		}
+		if err := SessionReads(h, nil); err != nil {
+			t.Fatalf("seed %d: SessionReads: %v", seed, err)
+		}
+		if err := NoLostWrites(h, final); err != nil {
+			t.Fatalf("seed %d: NoLostWrites: %v", seed, err)
+		}
+		if err := Linearizable(h, LinearizableOptions{}); err != nil {
+			t.Fatalf("seed %d: Linearizable: %v", seed, err)
+		}
+		for i := range h {
+			h[i].RespMzxid = 0
+		}
+		for p, r := range final {
+			r.Mzxid = 0
+			final[p] = r
+		}
+		if err := SessionReads(h, nil); err != nil {
+			t.Fatalf("seed %d without mzxids: SessionReads: %v", seed, err)
+		}
+		if err := NoLostWrites(h, final); err != nil {
+			t.Fatalf("seed %d without mzxids: NoLostWrites: %v", seed, err)
+		}
 	}
 }

@@ -302,6 +302,13 @@ func TestLinearizableInvalidInput(t *testing.T) {
 // unknown (the effect stays).
 // With unique set, every write carries data of its own.
 func randomHistory(rng *rand.Rand, clients, opsPerClient int, unique bool) []RegisterOp {
+	h, _ := randomHistoryFinal(rng, clients, opsPerClient, unique)
+	return h
+}
+
+// randomHistoryFinal is randomHistory that also returns the final state of
+// each path, with mzxids (the index of the write's effect plus one).
+func randomHistoryFinal(rng *rand.Rand, clients, opsPerClient int, unique bool) ([]RegisterOp, map[string]Register) {
 	state := map[string]regState{}
 	paths := []string{"/a", "/b"}
 	var h []RegisterOp
@@ -343,7 +350,8 @@ func randomHistory(rng *rand.Rand, clients, opsPerClient int, unique bool) []Reg
 			inflight[j], inflight[j-1] = inflight[j-1], inflight[j]
 		}
 	}
-	for _, p := range inflight {
+	mzxid := make(map[string]int64)
+	for n, p := range inflight {
 		op := p.op
 		s := state[op.Path]
 		// Find the status the atomic register gives, then apply it.
@@ -357,6 +365,12 @@ func randomHistory(rng *rand.Rand, clients, opsPerClient int, unique bool) []Reg
 			}
 			if good, next, _ := stepRegister(s, &op); good {
 				state[op.Path] = next
+				if next != s {
+					mzxid[op.Path] = int64(n + 1)
+				}
+				if st == StatusOK && (op.Kind == OpGet || op.Kind == OpSet) {
+					op.RespMzxid = mzxid[op.Path]
+				}
 				break
 			}
 		}
@@ -365,7 +379,11 @@ func randomHistory(rng *rand.Rand, clients, opsPerClient int, unique bool) []Reg
 		}
 		h = append(h, op)
 	}
-	return h
+	final := make(map[string]Register)
+	for p, st := range state {
+		final[p] = Register{Exists: st.exists, Data: st.data, Version: st.version, Mzxid: mzxid[p]}
+	}
+	return h, final
 }
 
 func TestLinearizableRandomHistories(t *testing.T) {
