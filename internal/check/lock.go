@@ -18,7 +18,10 @@ type LockHold struct {
 	// Never.
 	Released int64
 	// Lost is the instant the client's session was lost (expired, or the
-	// client gave the lock up for a connection loss), or Never.
+	// client gave the lock up for a connection loss), or Never. It may
+	// precede Acquired (an answer that arrived after the session was gone):
+	// the hold is then empty. Both Released and Lost must be set; their zero
+	// value is the instant 0, not Never.
 	Lost int64
 }
 
@@ -36,8 +39,8 @@ func (h LockHold) String() string {
 func LockSafety(holds []LockHold) error {
 	byLock := make(map[string][]LockHold)
 	for i, h := range holds {
-		if h.End() < h.Acquired {
-			return errorf("lock hold %d (%s): ends at %d before it starts at %d", i, h.Lock, h.End(), h.Acquired)
+		if h.Released < h.Acquired {
+			return errorf("lock hold %d (%s): released at %d before it was acquired at %d", i, h.Lock, h.Released, h.Acquired)
 		}
 		byLock[h.Lock] = append(byLock[h.Lock], h)
 	}
@@ -60,7 +63,7 @@ func LockSafety(holds []LockHold) error {
 		var widest *LockHold
 		for i := range hs {
 			h := &hs[i]
-			if h.End() == h.Acquired {
+			if h.End() <= h.Acquired {
 				continue // an empty interval holds nothing
 			}
 			if widest != nil && h.Acquired < widest.End() {

@@ -145,6 +145,11 @@ func TestLockSafety(t *testing.T) {
 			hold(0, "m", 4, 0, 10, Never),
 			hold(1, "l", 2, 15, 20, Never),
 		}},
+		{name: "session lost before the acquisition was answered", holds: []LockHold{
+			hold(0, "l", 1, 0, 10, Never),
+			hold(1, "l", 2, 5, 30, 3),
+			hold(2, "l", 3, 10, 11, Never),
+		}},
 		{name: "empty hold does not overlap", holds: []LockHold{
 			hold(0, "l", 1, 0, 10, Never),
 			hold(1, "l", 2, 5, 5, Never),
@@ -189,8 +194,8 @@ func TestLockSafety(t *testing.T) {
 			expect(t, LockSafety(tt.holds), CheckerLockSafety, tt.want...)
 		})
 	}
-	t.Run("interval ending before it starts", func(t *testing.T) {
-		err := LockSafety([]LockHold{{Lock: "l", Acquired: 5}})
+	t.Run("released before acquired", func(t *testing.T) {
+		err := LockSafety([]LockHold{{Lock: "l", Acquired: 5, Lost: Never}})
 		var v *Violation
 		if err == nil || errors.As(err, &v) {
 			t.Fatalf("want an input error, got %v", err)
