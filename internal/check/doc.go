@@ -28,7 +28,8 @@
 //   - SessionReads: plain reads are sequentially consistent per client: a
 //     client never reads a value that was never written, and never sees an
 //     older state of a znode than one it saw or wrote before (monotonic reads,
-//     read-your-writes).
+//     read-your-writes), nor, given mzxids, miss a write its view of the
+//     whole tree already covered.
 //   - LockSafety: at most one holder of each lock at any instant, where a
 //     holder's interval ends at the earlier of its release and the loss of its
 //     session; fencing tokens strictly increase in acquisition order.

@@ -13,7 +13,7 @@ package check
 //     unless, when mzxids are not known, a delete could have come after the
 //     write (then the znode may have been re-created).
 //
-// A create's version is 0 and has no mzxid in its reply.
+// A create's version is 0; its mzxid is known only from a create2 reply.
 func NoLostWrites(history []RegisterOp, final map[string]Register) error {
 	for i := range history {
 		if err := validateRegisterOp(i, &history[i]); err != nil {
@@ -29,9 +29,9 @@ func NoLostWrites(history []RegisterOp, final map[string]Register) error {
 			if w.Status != StatusOK || (w.Kind != OpCreate && w.Kind != OpSet) {
 				continue
 			}
-			version, mzxid := int32(0), int64(0)
+			version, mzxid := int32(0), w.RespMzxid
 			if w.Kind == OpSet {
-				version, mzxid = w.RespVersion, w.RespMzxid
+				version = w.RespVersion
 			}
 			deletedAfter := false
 			for _, j := range idx {

@@ -71,7 +71,27 @@ func TestSessionReads(t *testing.T) {
 			create(1, 6, 7, "/a", "z", ok),
 			pget(0, 8, 9, "/a", "z", 0, ok),
 		}},
+		{name: "across paths: a write beyond the client's view may be missed", history: []RegisterOp{
+			withMzxid(create(0, 0, 1, "/a", "x", ok), 3),
+			withMzxid(create(0, 2, 3, "/b", "x", ok), 5),
+			withMzxid(set(0, 4, 5, "/a", "y", -1, ok, 1), 7),
+			withMzxid(pget(1, 6, 7, "/b", "x", 0, ok), 5),
+			withMzxid(pget(1, 8, 9, "/a", "x", 0, ok), 3),
+		}},
 
+		{name: "across paths: a write within the client's view is missed", history: []RegisterOp{
+			withMzxid(create(0, 0, 1, "/a", "x", ok), 3),
+			withMzxid(set(0, 2, 3, "/a", "y", -1, ok, 1), 4),
+			withMzxid(create(0, 4, 5, "/b", "x", ok), 5),
+			withMzxid(pget(1, 6, 7, "/b", "x", 0, ok), 5),
+			withMzxid(pget(1, 8, 9, "/a", "x", 0, ok), 3),
+		}, want: []string{`client 1 get /a -> ("x", v0) [call 8, return 9] saw mzxid 0x3, older than client 0 set /a("y", any version) -> ok v1`, "it had seen mzxid 0x5 in client 1 get /b"}},
+		{name: "across paths: own write on another path", history: []RegisterOp{
+			withMzxid(create(0, 0, 1, "/a", "x", ok), 3),
+			withMzxid(set(0, 2, 3, "/a", "y", -1, ok, 1), 4),
+			withMzxid(create(1, 4, 5, "/b", "x", ok), 5),
+			withMzxid(pget(1, 8, 9, "/a", "x", 0, ok), 3),
+		}, want: []string{"it had seen mzxid 0x5 in client 1 create /b"}},
 		{name: "read your writes", history: []RegisterOp{
 			create(0, 0, 1, "/a", "x", ok),
 			set(0, 2, 3, "/a", "y", -1, ok, 1),

@@ -114,10 +114,11 @@ type RegisterOp struct {
 	// RespVersion is the data version an OpGet read, or the new version an
 	// OpSet produced (StatusOK). Ignored for OpCreate (always 0).
 	RespVersion int32
-	// RespMzxid is the optional mzxid of the znode in the reply of an OpGet
-	// or OpSet with StatusOK; 0 means not recorded. SessionReads and
-	// NoLostWrites use it when present because, unlike the version, it
-	// keeps growing across a delete and re-create.
+	// RespMzxid is the optional mzxid of the znode in the reply of an
+	// OpGet, OpSet or OpCreate (create2) with StatusOK; 0 means not
+	// recorded. SessionReads and NoLostWrites use it when present because,
+	// unlike the version, it keeps growing across a delete and re-create,
+	// and orders writes of different paths.
 	RespMzxid int64
 }
 

@@ -368,7 +368,7 @@ func randomHistoryFinal(rng *rand.Rand, clients, opsPerClient int, unique bool) 
 				if next != s {
 					mzxid[op.Path] = int64(n + 1)
 				}
-				if st == StatusOK && (op.Kind == OpGet || op.Kind == OpSet) {
+				if st == StatusOK && op.Kind != OpDelete {
 					op.RespMzxid = mzxid[op.Path]
 				}
 				break
