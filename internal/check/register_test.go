@@ -437,3 +437,30 @@ func TestLinearizableLargeHistory(t *testing.T) {
 		t.Fatalf("want a definite violation, got %v", err)
 	}
 }
+
+// When the search runs out of budget, the result is inconclusive, and says
+// what the history without the never-observed unknown-outcome writes gives.
+// Two dozen unknown-outcome writes of the same data, open to the end, make
+// the full search astronomically long; the reduced one is instant.
+func TestLinearizableInconclusiveExplained(t *testing.T) {
+	h := []RegisterOp{
+		create(0, 0, 1, "/a", "x", ok),
+		set(0, 2, 3, "/a", "y", -1, ok, 1),
+		sget(1, 40, 41, "/a", "x", 0, ok), // stale
+	}
+	for i := range 24 {
+		h = append(h, set(2+i, int64(4+i), 0, "/a", "never", -1, unknown, 0))
+	}
+	err := Linearizable(h, LinearizableOptions{Timeout: time.Second})
+	var v *Violation
+	if !errors.As(err, &v) || !v.Inconclusive {
+		t.Fatalf("want an inconclusive result, got %v", err)
+	}
+	for _, w := range []string{"ran out of its time budget 1s on path /a (27 operations)",
+		"not linearizable even if the 24 unknown-outcome writes no read observed never took effect",
+		`client 1 get /a after sync -> ("x", v0) [call 40, return 41]: the znode is ("y", v1)`} {
+		if !strings.Contains(v.Detail, w) {
+			t.Errorf("explanation lacks %q:\n%s", w, v.Detail)
+		}
+	}
+}
