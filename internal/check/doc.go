@@ -6,7 +6,9 @@
 // Every checker is a pure function of its input: no clocks, no randomness,
 // no dependence on map iteration order, so the same history always gives the
 // same verdict and the same explanation (a simulator seed replays
-// bit-for-bit). Times are opaque int64 instants on one clock chosen by the
+// bit-for-bit). The one exception is Linearizable's optional Timeout, a
+// wall-clock budget: a run that exceeds it is Inconclusive, never a
+// different definite verdict. Times are opaque int64 instants on one clock chosen by the
 // caller (simulated nanoseconds, or wall-clock nanoseconds in a real-process
 // test); only their order matters.
 //
@@ -45,4 +47,21 @@
 //     within its timeout is never expired.
 //   - EphemeralLifetimes: no ephemeral znode outlives its session by more
 //     than the timeout plus a detection bound.
+//
+// Recording histories that check well:
+//
+//   - Give every write its own data (client and sequence number): a read
+//     then proves which write it saw, which bounds unknown-outcome writes
+//     and keeps the linearizability search fast.
+//   - For a read after a sync, record the sync's invocation as the read's
+//     Call.
+//   - Record mzxids from the replies' Stat when the client library exposes
+//     them: the session and lost-write checks become exact across deletes
+//     and across paths.
+//   - Mark an operation whose answer never came (timeout, connection loss)
+//     StatusUnknown rather than dropping it: dropping a write that did
+//     happen makes a correct history look broken.
+//   - Treat an Inconclusive linearizability result as a failure to look at
+//     (its detail tells what the cheaper reduced check found), or raise
+//     the Timeout.
 package check

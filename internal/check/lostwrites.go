@@ -13,7 +13,9 @@ package check
 //     unless, when mzxids are not known, a delete could have come after the
 //     write (then the znode may have been re-created).
 //
-// A create's version is 0; its mzxid is known only from a create2 reply.
+// final must list every path present at the end (a path it does not list
+// counts as absent). A create's version is 0; its mzxid is known only from
+// a create2 reply.
 func NoLostWrites(history []RegisterOp, final map[string]Register) error {
 	for i := range history {
 		if err := validateRegisterOp(i, &history[i]); err != nil {

@@ -24,8 +24,10 @@ import (
 // in the history the version comparison is skipped. A read answering
 // NoNode after the client saw the znode is a violation on such a path too.
 //
-// A client's operations must appear in history in the order the client
-// issued them (ZooKeeper answers a session's requests in that order).
+// initial must list every path that exists before the history starts, or
+// reads of its initial data count as out of thin air. A client's
+// operations must appear in history in the order the client issued them
+// (ZooKeeper answers a session's requests in that order).
 // All reads take part, including those marked Linearizable.
 func SessionReads(history []RegisterOp, initial map[string]Register) error {
 	for i := range history {
