@@ -1,7 +1,10 @@
 package check
 
-// NoLostWrites checks that every acknowledged create and setData (StatusOK)
-// in history is visible in the final state, or superseded there:
+// NoLostWrites checks that every acknowledged create, setData and delete
+// (StatusOK) in history is visible in the final state, or superseded there.
+// A delete is lost when the znode exists at the end and no create
+// (acknowledged or of unknown outcome) can have come after it. For a create
+// or setData:
 //
 //   - the znode is absent at the end: a delete of the path (acknowledged or
 //     of unknown outcome) must not have returned before the write was
@@ -28,6 +31,18 @@ func NoLostWrites(history []RegisterOp, final map[string]Register) error {
 		fin := final[path]
 		for _, i := range idx {
 			w := &history[i]
+			if w.Kind == OpDelete && w.Status == StatusOK && fin.Exists {
+				recreated := false
+				for _, j := range idx {
+					if c := &history[j]; c.Kind == OpCreate && (c.Status == StatusOK || c.Status == StatusUnknown) && mayFollow(w, c) {
+						recreated = true
+						break
+					}
+				}
+				if !recreated {
+					return violationf(CheckerNoLostWrites, "%s is lost: %s exists at the end %s and no create came after it", w, path, fin)
+				}
+			}
 			if w.Status != StatusOK || (w.Kind != OpCreate && w.Kind != OpSet) {
 				continue
 			}
@@ -37,8 +52,7 @@ func NoLostWrites(history []RegisterOp, final map[string]Register) error {
 			}
 			deletedAfter := false
 			for _, j := range idx {
-				d := &history[j]
-				if d.Kind == OpDelete && (d.Status == StatusUnknown || (d.Status == StatusOK && d.Return >= w.Call)) {
+				if d := &history[j]; d.Kind == OpDelete && (d.Status == StatusOK || d.Status == StatusUnknown) && mayFollow(w, d) {
 					deletedAfter = true
 					break
 				}
@@ -67,4 +81,14 @@ func NoLostWrites(history []RegisterOp, final map[string]Register) error {
 		}
 	}
 	return nil
+}
+
+// mayFollow reports whether b can have taken effect after a did: b did not
+// return before a was invoked. An unknown-outcome b without a bound may
+// take effect at any time.
+func mayFollow(a, b *RegisterOp) bool {
+	if b.Status == StatusUnknown && b.Return < b.Call {
+		return true
+	}
+	return b.Return >= a.Call
 }

@@ -312,7 +312,21 @@ func TestNoLostWrites(t *testing.T) {
 			create(0, 0, 1, "/a", "x", ok),
 			withMzxid(set(0, 2, 3, "/a", "y", -1, ok, 1), 9),
 		}, final: map[string]Register{"/a": {Exists: true, Data: "y", Version: 1, Mzxid: 9}}},
+		{name: "deleted and re-created", history: []RegisterOp{
+			create(0, 0, 1, "/a", "x", ok),
+			del(1, 2, 3, "/a", -1, ok),
+			create(0, 2, 0, "/a", "z", unknown),
+		}, final: map[string]Register{"/a": {Exists: true, Data: "z", Version: 0}}},
 
+		{name: "acknowledged delete lost", history: []RegisterOp{
+			create(0, 0, 1, "/a", "x", ok),
+			del(1, 2, 3, "/a", -1, ok),
+		}, final: map[string]Register{"/a": {Exists: true, Data: "x", Version: 0}}, want: []string{`client 1 delete /a(any version) -> ok [call 2, return 3] is lost: /a exists at the end ("x", v0)`}},
+		{name: "delete whose bound precedes the write cannot excuse it", history: []RegisterOp{
+			create(0, 0, 1, "/a", "x", ok),
+			del(1, 2, 3, "/a", -1, unknown),
+			set(0, 4, 5, "/a", "y", -1, ok, 1),
+		}, want: []string{`client 0 set /a("y", any version) -> ok v1 [call 4, return 5] is lost`}},
 		{name: "acknowledged create lost", history: []RegisterOp{
 			create(0, 0, 1, "/a", "x", ok),
 		}, want: []string{`client 0 create /a("x") -> ok [call 0, return 1] is lost`, "absent"}},
