@@ -79,10 +79,12 @@ func (s Status) String() string {
 
 // RegisterOp is one recorded operation on one znode.
 type RegisterOp struct {
-	// Client identifies the client (session) that issued the operation:
-	// small non-negative integers, used in explanations, in the
-	// visualization (one row per client) and by SessionReads, which assumes
-	// a client's operations are listed in the order it issued them.
+	// Client identifies the session that issued the operation: small
+	// non-negative integers, used in explanations, in the visualization (one
+	// row per client) and by SessionReads, which assumes a client's
+	// operations are listed in the order it issued them. A client that
+	// starts a new session (after an expiry) needs a new Client number: the
+	// per-session guarantees do not carry over.
 	Client int
 	// Path of the znode; the history is checked path by path.
 	Path string
