@@ -247,14 +247,20 @@ type regWorkload struct {
 	start time.Time
 
 	mu       sync.Mutex
+	marked   int64 // w.now() when the test injected its first fault, 0 before
 	ops      []porcupine.Operation // synced reads and sets
 	observed map[[2]int64]string   // (key, version) -> data, from every definite answer
 	problems []string              // session-order and divergence violations
 	counts   struct{ ok, bad, unknown, unsynced, expired int }
 }
 
-// regOpsPerClient bounds each client's operations.
-const regOpsPerClient = 250
+// regOpsPerClient bounds each client's operations; regPace spaces them, so
+// that a history spans the faults of a test (about 40 operations a second
+// per client) instead of ending before the first one.
+const (
+	regOpsPerClient = 1500
+	regPace         = 25 * time.Millisecond
+)
 
 // startRegWorkload creates the keys and starts clients sessions, client i
 // starting on member i mod n; each runs until stop is closed, it did
@@ -292,6 +298,43 @@ func startRegWorkload(t *testing.T, c *zktest.Cluster, clients int, maxDur time.
 // now is the time since the workload started, in ns.
 func (w *regWorkload) now() int64 { return int64(time.Since(w.start)) }
 
+// afterMarkLocked counts the definite operations called after markFault
+// (all of them before it); w.mu is held.
+func (w *regWorkload) afterMarkLocked() int {
+	after := 0
+	for _, op := range w.ops {
+		if op.Call > w.marked && !op.Output.(regOutput).Unknown {
+			after++
+		}
+	}
+	return after
+}
+
+// waitProgress waits (bounded, 20 s) until the clients completed n
+// definite operations called after markFault (or in all, before it): the
+// history covers the time before and after the faults.
+func (w *regWorkload) waitProgress(t *testing.T, n int) {
+	t.Helper()
+	waitFor(t, 20*time.Second, "register clients make progress after the faults", func() error {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if got := w.afterMarkLocked(); got < n {
+			return fmt.Errorf("%d definite operations since the first fault", got)
+		}
+		return nil
+	})
+}
+
+// markFault records that the test injects its first fault now; check then
+// requires definite operations called after it.
+func (w *regWorkload) markFault() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.marked == 0 {
+		w.marked = w.now()
+	}
+}
+
 // definite reports whether err is a server's answer, so the operation
 // certainly did (nil) or did not take effect.
 func definite(err error) bool {
@@ -315,6 +358,7 @@ func (w *regWorkload) client(id int, conn *zk.Conn, ew *expiryWatch, done <-chan
 			return
 		default:
 		}
+		time.Sleep(regPace)
 		key := rng.IntN(regKeys)
 		p := regPath(key)
 		switch r := rng.IntN(10); {
@@ -402,8 +446,13 @@ func (w *regWorkload) check(t *testing.T) {
 	if len(w.problems) > 0 {
 		t.Errorf("session order / divergence violations:\n%s", strings.Join(w.problems, "\n"))
 	}
-	if w.counts.ok < 20 {
-		t.Errorf("only %d definite operations: the workload made no progress", w.counts.ok)
+	after := 0
+	if w.marked > 0 {
+		after = w.afterMarkLocked()
+	}
+	t.Logf("register history: %d definite operations called after the first fault", after)
+	if after < 20 {
+		t.Errorf("only %d definite operations after the first fault: the history does not cover the faults", after)
 	}
 	res, info := porcupine.CheckOperationsVerbose(regModel, w.ops, 60*time.Second)
 	switch res {

@@ -17,6 +17,7 @@ import (
 //     says it is not serving;
 //   - the leader's outbound links cut one way only (it hears the others,
 //     they do not hear it): the majority elects a new leader;
+//   - every link delayed by 40 ms: writes through a follower go on;
 //   - after each heal every member names the same leader, serves a write
 //     and a synced read, and the trees converge;
 //   - the register history across all of it is linearizable.
@@ -29,6 +30,8 @@ func TestFaultPartitions(t *testing.T) {
 		// 1. The leader isolated.
 		old := c.WaitSettled(t)
 		oldConn := connectMember(t, old, 10*time.Second)
+		w.waitProgress(t, 30)
+		w.markFault()
 		pn.Isolate(old.ID)
 		healed := make(chan struct{})
 		type result struct {
@@ -97,6 +100,26 @@ func TestFaultPartitions(t *testing.T) {
 		t.Logf("leader %d cut one way: majority elected %d", lead.ID, next.ID)
 		pn.Heal()
 		requireAgreedLeader(t, c, "heal3")
+
+		// 4. Every link slow (40 ms each way, well below the election
+		// timeout): the ensemble keeps its leader and serves writes.
+		lead = c.WaitSettled(t)
+		for _, a := range c.Members {
+			for _, b := range c.Members {
+				if a != b {
+					pn.Delay(a.ID, b.ID, 40*time.Millisecond)
+				}
+			}
+		}
+		slow := connectMember(t, c.Followers(lead)[0], 10*time.Second)
+		for i := range 5 {
+			mustCreate(t, slow, fmt.Sprintf("/slow-%d", i), nil, 0)
+		}
+		if now := c.WaitSettled(t); now != lead {
+			t.Logf("leader changed from %d to %d under 40 ms link delays", lead.ID, now.ID)
+		}
+		pn.Heal()
+		w.waitProgress(t, 100)
 
 		stop()
 		if !answered {

@@ -31,8 +31,10 @@ func TestFaultPauseHistories(t *testing.T) {
 		c := startCluster(t, zktest.Zkraft, n)
 		w, stop := startRegWorkload(t, c, 4, 90*time.Second)
 		defer stop()
+		w.waitProgress(t, 30)
 		for round := range 2 {
 			leader := c.WaitSettled(t)
+			w.markFault()
 			pausedAt := time.Now()
 			leader.Pause()
 			leaderAmong(t, c, c.Followers(leader), 20*time.Second)
@@ -56,6 +58,7 @@ func TestFaultPauseHistories(t *testing.T) {
 			t.Logf("round %d: %d follower(s) paused and resumed", round, len(paused))
 		}
 		requireAgreedLeader(t, c, "after-pauses")
+		w.waitProgress(t, 100)
 		stop()
 		requireConverged(t, c)
 		w.check(t)
@@ -84,8 +87,10 @@ func TestFaultCrashMajority(t *testing.T) {
 				acked = append(acked, p)
 			}
 		}
+		w.waitProgress(t, 50)
 		leader := c.WaitSettled(t)
 		victims := append([]*zktest.Member{leader}, c.Followers(leader)[:n/2]...)
+		w.markFault()
 		for _, m := range victims {
 			m.Kill()
 		}
@@ -96,6 +101,7 @@ func TestFaultCrashMajority(t *testing.T) {
 		}
 		c.WaitSettled(t)
 		requireAgreedLeader(t, c, "after-crash")
+		w.waitProgress(t, 100)
 		stop()
 		tree := requireConverged(t, c)
 		for _, p := range acked {
