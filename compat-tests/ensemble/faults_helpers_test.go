@@ -247,7 +247,7 @@ type regWorkload struct {
 	start time.Time
 
 	mu       sync.Mutex
-	marked   int64 // w.now() when the test injected its first fault, 0 before
+	marked   int64                 // w.now() when the test injected its first fault, 0 before
 	ops      []porcupine.Operation // synced reads and sets
 	observed map[[2]int64]string   // (key, version) -> data, from every definite answer
 	problems []string              // session-order and divergence violations
