@@ -73,7 +73,8 @@ func (fc *fencedCounter) write(client int, token, v int64) bool {
 // Some holders "pause" between the counter's read and write: the client
 // stops and its proxy is cut both ways, past its session timeout, until
 // another client holds the lock and has read the counter. When the paused
-// holder resumes, its write must be refused. Checked: tokens strictly
+// holder resumes, its write must be refused. The leader is SIGSTOPped once
+// past the election timeout meanwhile. Checked: tokens strictly
 // increase across acquisitions, the counter equals the number of accepted
 // writes (0 lost updates), no two live holders overlap, and the paused
 // holders were fenced off.
@@ -199,6 +200,19 @@ func TestFaultFencedLock(t *testing.T) {
 				}
 			}()
 		}
+		// Meanwhile the leader pauses once, past the election timeout: lock
+		// holders and waiters see a leader change.
+		waitFor(t, 30*time.Second, "first increments", func() error {
+			if n := total.Load(); n < clients {
+				return fmt.Errorf("%d increments", n)
+			}
+			return nil
+		})
+		leader := c.WaitSettled(t)
+		leader.Pause()
+		time.Sleep(pauseFor)
+		leader.Resume()
+		t.Logf("leader %d paused for %v after %d increments", leader.ID, pauseFor, total.Load())
 		wg.Wait()
 		t.Logf("%d increments accepted, %d stale steps refused, %d paused holders fenced off", fc.accepted, fc.refused, fenced.Load())
 		var problems []string
