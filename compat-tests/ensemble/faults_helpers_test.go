@@ -2,28 +2,25 @@ package ensemble
 
 // Helpers of the fault tests (faults_*_test.go): ensembles whose members
 // reach each other through fault-injecting proxies, and a register
-// workload whose history is checked for linearizability with porcupine
-// (used directly: the shared checkers of internal/check were not committed
-// when these tests were written).
+// workload whose history is checked with internal/check (linearizability
+// with porcupine, session reads, no lost writes).
 
 import (
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkraft/zkraft/internal/check"
 	"github.com/zkraft/zkraft/internal/faultproxy"
 	"github.com/zkraft/zkraft/internal/zktest"
 )
@@ -149,111 +146,6 @@ const (
 
 func regPath(k int) string { return fmt.Sprintf("%s/k%d", regRoot, k) }
 
-type regKind int
-
-const (
-	regRead regKind = iota // sync, then getData
-	regSet                 // setData with an expected version (-1: any)
-)
-
-// regInput is one operation on one key.
-type regInput struct {
-	Kind regKind
-	Key  int
-	Val  string // regSet
-	Ver  int32  // regSet: expected version, -1 for any
-}
-
-// regOutput is what the server answered. Unknown outcomes never get here:
-// their operation returns at infinity and carries regOutput{Unknown: true}.
-type regOutput struct {
-	Unknown    bool
-	BadVersion bool   // regSet refused: the version was not Ver
-	Val        string // regRead: data read
-	Ver        int32  // regRead: version read; regSet: new version
-}
-
-// regState is one znode's data and version.
-type regState struct {
-	Val string
-	Ver int32
-}
-
-// regModel is a set of versioned registers, partitioned by key. A set of
-// unknown outcome is applied at its linearization point; as it returns at
-// infinity, the checker may also place it after every other operation,
-// which is "never applied".
-var regModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[int][]porcupine.Operation{}
-		for _, op := range h {
-			k := op.Input.(regInput).Key
-			by[k] = append(by[k], op)
-		}
-		keys := make([]int, 0, len(by))
-		for k := range by {
-			keys = append(keys, k)
-		}
-		sort.Ints(keys)
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() any { return regState{Val: "init", Ver: 0} },
-	Step: func(state, input, output any) (bool, any) {
-		s, in, out := state.(regState), input.(regInput), output.(regOutput)
-		switch in.Kind {
-		case regRead:
-			return out.Val == s.Val && out.Ver == s.Ver, s
-		default:
-			matches := in.Ver == -1 || in.Ver == s.Ver
-			next := regState{Val: in.Val, Ver: s.Ver + 1}
-			switch {
-			case out.Unknown:
-				if matches {
-					return true, next
-				}
-				return true, s
-			case out.BadVersion:
-				return !matches, s
-			default:
-				return matches && out.Ver == next.Ver, next
-			}
-		}
-	},
-	Equal: func(a, b any) bool { return a.(regState) == b.(regState) },
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(regInput), output.(regOutput)
-		res := fmt.Sprintf("%q@%d", out.Val, out.Ver)
-		switch {
-		case out.Unknown:
-			res = "unknown"
-		case out.BadVersion:
-			res = "bad version"
-		case in.Kind == regSet:
-			res = fmt.Sprintf("ok v%d", out.Ver)
-		}
-		if in.Kind == regRead {
-			return fmt.Sprintf("k%d read -> %s", in.Key, res)
-		}
-		return fmt.Sprintf("k%d set(%q, v%d) -> %s", in.Key, in.Val, in.Ver, res)
-	},
-}
-
-// regWorkload runs register clients and records their history.
-type regWorkload struct {
-	start time.Time
-
-	mu       sync.Mutex
-	marked   int64                 // w.now() when the test injected its first fault, 0 before
-	ops      []porcupine.Operation // synced reads and sets
-	observed map[[2]int64]string   // (key, version) -> data, from every definite answer
-	problems []string              // session-order and divergence violations
-	counts   struct{ ok, bad, unknown, unsynced, expired int }
-}
-
 // regOpsPerClient bounds each client's operations; regPace spaces them, so
 // that a history spans the faults of a test (about 40 operations a second
 // per client) instead of ending before the first one.
@@ -262,9 +154,43 @@ const (
 	regPace         = 25 * time.Millisecond
 )
 
+// sessionWatch counts the expiries a go-zookeeper connection saw (it then
+// goes on with a new session); pass its option to the connect call.
+type sessionWatch struct {
+	mu       sync.Mutex
+	expiries int
+}
+
+func (w *sessionWatch) option() zktest.ConnOption {
+	return zk.WithEventCallback(func(ev zk.Event) {
+		if ev.Type == zk.EventSession && ev.State == zk.StateExpired {
+			w.mu.Lock()
+			w.expiries++
+			w.mu.Unlock()
+		}
+	})
+}
+
+func (w *sessionWatch) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.expiries
+}
+
+// regWorkload runs register clients and records their history.
+type regWorkload struct {
+	start   time.Time
+	rec     *check.Recorder
+	clients int
+
+	mu       sync.Mutex
+	marked   int64 // w.now() when the test injected its first fault, 0 before
+	expiries int   // sessions of the clients that expired
+}
+
 // startRegWorkload creates the keys and starts clients sessions, client i
-// starting on member i mod n; each runs until stop is closed, it did
-// regOpsPerClient operations, or maxDur passed. wait returns once all
+// starting on member i mod n; each runs until stop is called, it did
+// regOpsPerClient operations, or maxDur passed. stop returns once all
 // clients ended.
 func startRegWorkload(t *testing.T, c *zktest.Cluster, clients int, maxDur time.Duration) (w *regWorkload, stop func()) {
 	t.Helper()
@@ -275,17 +201,18 @@ func startRegWorkload(t *testing.T, c *zktest.Cluster, clients int, maxDur time.
 	for k := range regKeys {
 		mustCreate(t, setup, regPath(k), []byte("init"), 0)
 	}
-	w = &regWorkload{start: time.Now(), observed: map[[2]int64]string{}}
+	w = &regWorkload{start: time.Now(), clients: clients}
+	w.rec = check.NewRecorder(w.now)
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	deadline := time.Now().Add(maxDur)
 	for i := range clients {
-		var ew expiryWatch
-		conn := connectOrdered(t, c, c.Members[i%len(c.Members)], 4*time.Second, ew.option())
+		sw := &sessionWatch{}
+		conn := connectOrdered(t, c, c.Members[i%len(c.Members)], 4*time.Second, sw.option())
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w.client(i, conn, &ew, done, deadline)
+			w.client(i, conn, sw, done, deadline)
 		}()
 	}
 	var once sync.Once
@@ -298,12 +225,15 @@ func startRegWorkload(t *testing.T, c *zktest.Cluster, clients int, maxDur time.
 // now is the time since the workload started, in ns.
 func (w *regWorkload) now() int64 { return int64(time.Since(w.start)) }
 
-// afterMarkLocked counts the definite operations called after markFault
-// (all of them before it); w.mu is held.
-func (w *regWorkload) afterMarkLocked() int {
+// afterMark counts the definite operations called after markFault (all of
+// them before it).
+func (w *regWorkload) afterMark() int {
+	w.mu.Lock()
+	marked := w.marked
+	w.mu.Unlock()
 	after := 0
-	for _, op := range w.ops {
-		if op.Call > w.marked && !op.Output.(regOutput).Unknown {
+	for _, op := range w.rec.History() {
+		if op.Call > marked && op.Status != check.StatusUnknown {
 			after++
 		}
 	}
@@ -316,9 +246,7 @@ func (w *regWorkload) afterMarkLocked() int {
 func (w *regWorkload) waitProgress(t *testing.T, n int) {
 	t.Helper()
 	waitFor(t, 20*time.Second, "register clients make progress after the faults", func() error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if got := w.afterMarkLocked(); got < n {
+		if got := w.afterMark(); got < n {
 			return fmt.Errorf("%d definite operations since the first fault", got)
 		}
 		return nil
@@ -335,23 +263,25 @@ func (w *regWorkload) markFault() {
 	}
 }
 
-// definite reports whether err is a server's answer, so the operation
-// certainly did (nil) or did not take effect.
-func definite(err error) bool {
-	return err == nil || errors.Is(err, zk.ErrBadVersion) || errors.Is(err, zk.ErrNoNode)
-}
-
-func (w *regWorkload) observe(client, key int, ver int32, val string) {
-	k := [2]int64{int64(key), int64(ver)}
-	if prev, ok := w.observed[k]; ok && prev != val {
-		w.problems = append(w.problems, fmt.Sprintf("client %d: k%d version %d holds %q, another answer had %q", client, key, ver, val, prev))
+// status maps a go-zookeeper error to the outcome the client saw: only a
+// server's answer is definite.
+func status(err error) check.Status {
+	switch {
+	case err == nil:
+		return check.StatusOK
+	case errors.Is(err, zk.ErrBadVersion):
+		return check.StatusBadVersion
+	case errors.Is(err, zk.ErrNoNode):
+		return check.StatusNoNode
+	default:
+		return check.StatusUnknown
 	}
-	w.observed[k] = val
 }
 
-func (w *regWorkload) client(id int, conn *zk.Conn, ew *expiryWatch, done <-chan struct{}, deadline time.Time) {
+func (w *regWorkload) client(id int, conn *zk.Conn, sw *sessionWatch, done <-chan struct{}, deadline time.Time) {
 	rng := rand.New(rand.NewPCG(uint64(id), 7))
 	lastVer := make([]int32, regKeys) // the session's newest version of each key
+	gen := 0
 	for n := 0; n < regOpsPerClient && time.Now().Before(deadline); n++ {
 		select {
 		case <-done:
@@ -359,111 +289,114 @@ func (w *regWorkload) client(id int, conn *zk.Conn, ew *expiryWatch, done <-chan
 		default:
 		}
 		time.Sleep(regPace)
+		if g := sw.count(); g != gen {
+			// A new session: per-session guarantees start over, under a new
+			// client number.
+			w.mu.Lock()
+			w.expiries += g - gen
+			w.mu.Unlock()
+			gen = g
+			lastVer = make([]int32, regKeys)
+		}
+		client := id + w.clients*gen
 		key := rng.IntN(regKeys)
 		p := regPath(key)
 		switch r := rng.IntN(10); {
-		case r < 4: // sync + read: linearizable
-			call := w.now()
-			_, err := conn.Sync(p)
+		case r < 6: // read; after a sync for 4 in 6
+			synced := r < 4
+			h := w.rec.Invoke(check.RegisterOp{Client: client, Path: p, Kind: check.OpGet, Linearizable: synced})
+			var err error
+			if synced {
+				_, err = conn.Sync(p)
+			}
 			var data []byte
 			var st *zk.Stat
 			if err == nil {
 				data, st, err = conn.Get(p)
 			}
-			ret := w.now()
-			w.mu.Lock()
-			if err == nil {
-				w.ops = append(w.ops, porcupine.Operation{ClientId: id, Input: regInput{Kind: regRead, Key: key},
-					Call: call, Output: regOutput{Val: string(data), Ver: st.Version}, Return: ret})
-				w.sessionRead(id, key, lastVer, st.Version, string(data), ew)
-				w.counts.ok++
-			} else {
-				w.counts.unknown++
+			if err != nil {
+				w.rec.Complete(h, status(err), "", 0, 0)
+				continue
 			}
-			w.mu.Unlock()
-		case r < 6: // plain read: sequentially consistent only
-			data, st, err := conn.Get(p)
-			w.mu.Lock()
-			if err == nil {
-				w.sessionRead(id, key, lastVer, st.Version, string(data), ew)
-				w.counts.unsynced++
-			}
-			w.mu.Unlock()
+			w.rec.Complete(h, check.StatusOK, string(data), st.Version, st.Mzxid)
+			lastVer[key] = max(lastVer[key], st.Version)
 		default: // set, conditional on the session's last version (or any)
 			ver := lastVer[key]
 			if r == 9 {
 				ver = -1
 			}
 			val := fmt.Sprintf("c%d-%d", id, n)
-			call := w.now()
+			h := w.rec.Invoke(check.RegisterOp{Client: client, Path: p, Kind: check.OpSet, Data: val, Version: ver})
 			st, err := conn.Set(p, []byte(val), ver)
-			ret := w.now()
-			in := regInput{Kind: regSet, Key: key, Val: val, Ver: ver}
-			w.mu.Lock()
-			switch {
-			case err == nil:
-				w.ops = append(w.ops, porcupine.Operation{ClientId: id, Input: in, Call: call, Output: regOutput{Ver: st.Version}, Return: ret})
-				w.observe(id, key, st.Version, val)
-				lastVer[key] = max(lastVer[key], st.Version)
-				w.counts.ok++
-			case errors.Is(err, zk.ErrBadVersion):
-				w.ops = append(w.ops, porcupine.Operation{ClientId: id, Input: in, Call: call, Output: regOutput{BadVersion: true}, Return: ret})
-				w.counts.bad++
-			default:
-				w.ops = append(w.ops, porcupine.Operation{ClientId: id, Input: in, Call: call, Output: regOutput{Unknown: true}, Return: math.MaxInt64})
-				w.counts.unknown++
+			if err != nil {
+				w.rec.Complete(h, status(err), "", 0, 0)
+				if status(err) == check.StatusUnknown {
+					time.Sleep(50 * time.Millisecond) // no busy loop while no member serves
+				}
+				continue
 			}
-			w.mu.Unlock()
-			if !definite(err) {
-				time.Sleep(50 * time.Millisecond) // no busy loop while no member serves
-			}
+			w.rec.Complete(h, check.StatusOK, "", st.Version, st.Mzxid)
+			lastVer[key] = max(lastVer[key], st.Version)
 		}
 	}
 }
 
-// sessionRead checks a read against the session's order (ZooKeeper's
-// guarantee for every read: a session never sees a version older than one
-// it saw or wrote) and records it; w.mu is held.
-func (w *regWorkload) sessionRead(id, key int, lastVer []int32, ver int32, val string, ew *expiryWatch) {
-	w.observe(id, key, ver, val)
-	if ew.Expired() {
-		w.counts.expired++
-	} else if ver < lastVer[key] {
-		w.problems = append(w.problems, fmt.Sprintf("client %d: k%d read version %d after seeing %d", id, key, ver, lastVer[key]))
-	}
-	lastVer[key] = max(lastVer[key], ver)
-}
-
-// check fails the test unless the history of synced reads and sets is
-// linearizable and no session saw its keys go back or diverge. It needs
-// some definite operations: a workload that did nothing proves nothing.
-func (w *regWorkload) check(t *testing.T) {
+// check fails the test unless the history is linearizable (sets and
+// synced reads), every read keeps ZooKeeper's per-session order, and no
+// acknowledged set is missing from the final state read from c. It needs
+// definite operations after the first fault: a history that stopped before
+// the faults proves nothing.
+func (w *regWorkload) check(t *testing.T, c *zktest.Cluster) {
 	t.Helper()
+	hist := w.rec.History()
+	counts := map[check.Status]int{}
+	synced, plain := 0, 0
+	for _, op := range hist {
+		counts[op.Status]++
+		if op.Kind == check.OpGet && op.Status == check.StatusOK {
+			if op.Linearizable {
+				synced++
+			} else {
+				plain++
+			}
+		}
+	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	t.Logf("register history: %d ops (%d ok, %d bad version, %d unknown), %d unsynced reads, %d reads after a session expiry",
-		len(w.ops), w.counts.ok, w.counts.bad, w.counts.unknown, w.counts.unsynced, w.counts.expired)
-	if len(w.problems) > 0 {
-		t.Errorf("session order / divergence violations:\n%s", strings.Join(w.problems, "\n"))
-	}
+	expiries, marked := w.expiries, w.marked
+	w.mu.Unlock()
 	after := 0
-	if w.marked > 0 {
-		after = w.afterMarkLocked()
+	if marked > 0 {
+		after = w.afterMark()
 	}
-	t.Logf("register history: %d definite operations called after the first fault", after)
+	t.Logf("register history: %d ops (%d ok, %d bad version, %d unknown; %d synced and %d plain reads), %d after the first fault, %d session expiries",
+		len(hist), counts[check.StatusOK], counts[check.StatusBadVersion], counts[check.StatusUnknown], synced, plain, after, expiries)
 	if after < 20 {
 		t.Errorf("only %d definite operations after the first fault: the history does not cover the faults", after)
 	}
-	res, info := porcupine.CheckOperationsVerbose(regModel, w.ops, 60*time.Second)
-	switch res {
-	case porcupine.Ok:
-	case porcupine.Illegal:
-		path := filepath.Join(os.TempDir(), fmt.Sprintf("zkraft-%s-%d.html", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano()))
-		if err := porcupine.VisualizePath(regModel, info, path); err != nil {
-			t.Logf("visualize: %v", err)
+
+	initial := map[string]check.Register{}
+	final := map[string]check.Register{}
+	conn := connectAll(t, c, 10*time.Second)
+	for k := range regKeys {
+		p := regPath(k)
+		initial[p] = check.Register{Exists: true, Data: "init"}
+		if _, err := conn.Sync(p); err != nil {
+			t.Fatalf("sync %s: %v", p, err)
 		}
-		t.Errorf("register history is not linearizable (visualization: %s)", path)
-	default:
-		t.Errorf("linearizability check did not finish within 60 s (%d operations)", len(w.ops))
+		data, st, err := conn.Get(p)
+		if err != nil {
+			t.Fatalf("get %s: %v", p, err)
+		}
+		final[p] = check.Register{Exists: true, Data: string(data), Version: st.Version, Mzxid: st.Mzxid}
+	}
+	if err := check.SessionReads(hist, initial); err != nil {
+		t.Errorf("session reads: %v", err)
+	}
+	if err := check.NoLostWrites(hist, final); err != nil {
+		t.Errorf("lost writes: %v", err)
+	}
+	viz := filepath.Join(os.TempDir(), fmt.Sprintf("zkraft-%s-%d.html", strings.ReplaceAll(t.Name(), "/", "_"), time.Now().UnixNano()))
+	if err := check.Linearizable(hist, check.LinearizableOptions{Initial: initial, Timeout: 60 * time.Second, VisualizationPath: viz}); err != nil {
+		t.Errorf("linearizability (visualization, if any: %s): %v", viz, err)
 	}
 }

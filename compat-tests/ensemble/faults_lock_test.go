@@ -10,61 +10,83 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkraft/zkraft/internal/check"
 	"github.com/zkraft/zkraft/internal/faultproxy"
 	"github.com/zkraft/zkraft/internal/zktest"
 )
 
 // fencedCounter is the resource a lock protects: a counter that a holder
-// increments in two steps (read, then write), and that refuses a step
-// whose fencing token is below the highest one it has seen. A holder that
-// lost its lock while paused is refused when it comes back, so no
-// increment is lost, even though two clients believed they held the lock.
+// increments in two steps (read, then write), and that refuses a write whose
+// fencing token is below the highest one it has seen in any request. A
+// holder that lost its lock while paused is refused when it comes back, so
+// no increment is lost even though two clients believed they held the lock.
+// It logs every request for check.FencedCounter. unfenced (for the test of
+// the test) accepts every write.
 type fencedCounter struct {
-	mu         sync.Mutex
-	maxToken   int64
-	value      int64
-	owner      int64 // token of the last accepted read, 0 after a write
-	accepted   int64 // writes accepted
-	refused    int64 // reads and writes refused as stale
-	violations []string
+	mu       sync.Mutex
+	unfenced bool
+	maxToken int64
+	value    int64
+	log      []check.FenceOp
 }
 
-// read returns the value for a holder with token, or false if the token is
-// stale.
-func (fc *fencedCounter) read(client int, token int64) (int64, bool) {
+// read returns the value for a holder with token and raises the highest
+// token seen.
+func (fc *fencedCounter) read(client int, token int64) int64 {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	if token < fc.maxToken {
-		fc.refused++
-		return 0, false
-	}
-	if fc.owner != 0 && fc.owner != token {
-		// The previous holder read and never wrote: its write will be refused.
-		fc.owner = 0
-	}
-	fc.maxToken, fc.owner = token, token
-	return fc.value, true
+	fc.maxToken = max(fc.maxToken, token)
+	fc.log = append(fc.log, check.FenceOp{Client: client, Token: token, ReadOnly: true})
+	return fc.value
 }
 
-// write stores v for the holder with token, unless a newer token was seen
-// since; a write not preceded by this token's read is a violation.
+// write stores v for the holder with token unless a higher token was seen;
+// it reports whether it did.
 func (fc *fencedCounter) write(client int, token, v int64) bool {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
-	if token < fc.maxToken {
-		fc.refused++
-		return false
+	ok := fc.unfenced || token >= fc.maxToken
+	fc.maxToken = max(fc.maxToken, token)
+	if ok {
+		fc.value = v
 	}
-	if fc.owner != token {
-		fc.violations = append(fc.violations, fmt.Sprintf("client %d wrote with token %#x without its read", client, token))
-		return false
+	fc.log = append(fc.log, check.FenceOp{Client: client, Token: token, Value: v, Accepted: ok, Acked: ok})
+	return ok
+}
+
+// check runs check.FencedCounter on the log.
+func (fc *fencedCounter) check() error {
+	fc.mu.Lock()
+	defer fc.mu.Unlock()
+	return check.FencedCounter(fc.log, 0, fc.value)
+}
+
+// lockHolds records the lock holds for check.LockSafety.
+type lockHolds struct {
+	start time.Time
+	mu    sync.Mutex
+	holds []check.LockHold
+}
+
+func (lh *lockHolds) now() int64 { return int64(time.Since(lh.start)) }
+
+// acquired records a hold starting now and returns its index.
+func (lh *lockHolds) acquired(client int, token int64) int {
+	lh.mu.Lock()
+	defer lh.mu.Unlock()
+	lh.holds = append(lh.holds, check.LockHold{Client: client, Lock: "/flock", Token: token, Acquired: lh.now(), Released: check.Never, Lost: check.Never})
+	return len(lh.holds) - 1
+}
+
+// released ends hold h now: released (the delete is sent next) or lost.
+func (lh *lockHolds) end(h int, lost bool) {
+	lh.mu.Lock()
+	defer lh.mu.Unlock()
+	if lost {
+		lh.holds[h].Lost = lh.now()
+	} else {
+		lh.holds[h].Released = lh.now()
 	}
-	if v != fc.value+1 {
-		fc.violations = append(fc.violations, fmt.Sprintf("client %d with token %#x wrote %d over %d: an increment was lost", client, token, v, fc.value))
-	}
-	fc.value, fc.owner = v, 0
-	fc.accepted++
-	return true
 }
 
 // TestFaultFencedLock: six clients, each over its own fault proxy to one
@@ -75,9 +97,10 @@ func (fc *fencedCounter) write(client int, token, v int64) bool {
 // another client holds the lock and has read the counter. When the paused
 // holder resumes, its write must be refused. The leader is SIGSTOPped once
 // past the election timeout meanwhile. Checked: tokens strictly
-// increase across acquisitions, the counter equals the number of accepted
-// writes (0 lost updates), no two live holders overlap, and the paused
-// holders were fenced off.
+// increase across acquisitions and no two holds overlap (a paused holder's
+// hold ends at its pause; check.LockSafety), the counter's log shows no
+// stale write accepted and no lost update (check.FencedCounter), and every
+// paused holder was fenced off.
 func TestFaultFencedLock(t *testing.T) {
 	eachSize(t, func(t *testing.T, n int) {
 		const clients, quota, pauses = 6, 5, 3
@@ -88,7 +111,8 @@ func TestFaultFencedLock(t *testing.T) {
 
 		var (
 			fc       fencedCounter
-			cs       criticalSection
+			cs       criticalSection // collects the problems the clients meet
+			lh       = &lockHolds{start: time.Now()}
 			total    atomic.Int64
 			fenced   atomic.Int64
 			pauseMu  sync.Mutex
@@ -156,16 +180,13 @@ func TestFaultFencedLock(t *testing.T) {
 						restart()
 						continue
 					}
-					cs.enter(i, token)
-					v, ok := fc.read(i, token)
-					if !ok {
-						cs.leave(i)
-						_ = l.Unlock()
-						continue
-					}
+					h := lh.acquired(i, token)
+					v := fc.read(i, token)
 					if takePause() {
-						// The holder freezes: no pings, no writes, past its session.
-						cs.leave(i) // it no longer counts as a live holder
+						// The holder freezes: no pings, no writes, past its
+						// session. Its hold counts as lost from here: what
+						// guards the resource from now on is the fence.
+						lh.end(h, true)
 						px.Block(faultproxy.Up, true)
 						px.Block(faultproxy.Down, true)
 						takenOver := false
@@ -193,7 +214,7 @@ func TestFaultFencedLock(t *testing.T) {
 						done++
 						total.Add(1)
 					}
-					cs.leave(i)
+					lh.end(h, false)
 					if err := l.Unlock(); err != nil {
 						restart()
 					}
@@ -214,12 +235,13 @@ func TestFaultFencedLock(t *testing.T) {
 		leader.Resume()
 		t.Logf("leader %d paused for %v after %d increments", leader.ID, pauseFor, total.Load())
 		wg.Wait()
-		t.Logf("%d increments accepted, %d stale steps refused, %d paused holders fenced off", fc.accepted, fc.refused, fenced.Load())
-		var problems []string
-		problems = append(problems, cs.violations...)
-		problems = append(problems, fc.violations...)
-		if fc.value != fc.accepted {
-			problems = append(problems, fmt.Sprintf("counter is %d after %d accepted increments: %d updates lost", fc.value, fc.accepted, fc.accepted-fc.value))
+		t.Logf("%d increments accepted, %d lock holds, %d paused holders fenced off", fc.value, len(lh.holds), fenced.Load())
+		problems := append([]string(nil), cs.violations...)
+		if err := fc.check(); err != nil {
+			problems = append(problems, "fenced counter: "+err.Error())
+		}
+		if err := check.LockSafety(lh.holds); err != nil {
+			problems = append(problems, "lock safety: "+err.Error())
 		}
 		if got := fenced.Load(); got != pauses {
 			problems = append(problems, fmt.Sprintf("%d paused holders fenced off; want %d", got, pauses))

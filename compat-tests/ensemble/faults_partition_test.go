@@ -135,6 +135,6 @@ func TestFaultPartitions(t *testing.T) {
 			}
 		}
 		requireConverged(t, c)
-		w.check(t)
+		w.check(t, c)
 	})
 }

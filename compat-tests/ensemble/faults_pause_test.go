@@ -61,7 +61,7 @@ func TestFaultPauseHistories(t *testing.T) {
 		w.waitProgress(t, 100)
 		stop()
 		requireConverged(t, c)
-		w.check(t)
+		w.check(t, c)
 	})
 }
 
@@ -109,6 +109,6 @@ func TestFaultCrashMajority(t *testing.T) {
 				t.Errorf("acknowledged create %s lost after the crash of a majority", p)
 			}
 		}
-		w.check(t)
+		w.check(t, c)
 	})
 }
