@@ -32,9 +32,9 @@
 //     leader cut one way, every link delayed), SIGSTOP of the leader and of
 //     followers past the election timeout, kill -9 of a majority; meanwhile
 //     go-zookeeper clients run conditional sets and (synced) reads on a few
-//     znodes, and their history must be linearizable (porcupine), no
-//     session may see a key go back, no two answers may give one version
-//     two values, and every acknowledged write survives. A fenced counter
+//     znodes, and internal/check must find their history linearizable,
+//     every read in session order, and every acknowledged write in the
+//     final state. A fenced counter
 //     guarded by go-zookeeper's lock loses no update while holders pause
 //     past their session (their proxy cut) and are fenced off by token.
 //
