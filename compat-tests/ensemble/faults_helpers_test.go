@@ -116,7 +116,9 @@ func requireAgreedLeader(t *testing.T, c *zktest.Cluster, tag string) *zktest.Me
 		for _, m := range c.Members {
 			v, err := mntrValue(m, "zk_raft_leader_id")
 			if err != nil {
-				return err
+				// A member that stays cut off from the leader after the
+				// fault ended is issue 9's symptom.
+				return fmt.Errorf("%w: member %d does not serve after the fault ended (ensemble %s)", err, m.ID, c.Modes())
 			}
 			if v != want {
 				return fmt.Errorf("member %d names leader %s; srvr leader is %s (ensemble %s)", m.ID, v, want, c.Modes())
@@ -159,6 +161,8 @@ const (
 type sessionWatch struct {
 	mu       sync.Mutex
 	expiries int
+	at       []time.Time // when each expiry was seen
+	server   []string    // the member the connection was on then
 }
 
 func (w *sessionWatch) option() zktest.ConnOption {
@@ -166,6 +170,8 @@ func (w *sessionWatch) option() zktest.ConnOption {
 		if ev.Type == zk.EventSession && ev.State == zk.StateExpired {
 			w.mu.Lock()
 			w.expiries++
+			w.at = append(w.at, time.Now())
+			w.server = append(w.server, ev.Server)
 			w.mu.Unlock()
 		}
 	})
@@ -186,6 +192,7 @@ type regWorkload struct {
 	mu       sync.Mutex
 	marked   int64 // w.now() when the test injected its first fault, 0 before
 	expiries int   // sessions of the clients that expired
+	watches  []*sessionWatch
 }
 
 // startRegWorkload creates the keys and starts clients sessions, client i
@@ -209,6 +216,7 @@ func startRegWorkload(t *testing.T, c *zktest.Cluster, clients int, maxDur time.
 	for i := range clients {
 		sw := &sessionWatch{}
 		conn := connectOrdered(t, c, c.Members[i%len(c.Members)], 4*time.Second, sw.option())
+		w.watches = append(w.watches, sw)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -370,6 +378,13 @@ func (w *regWorkload) check(t *testing.T, c *zktest.Cluster) {
 	}
 	t.Logf("register history: %d ops (%d ok, %d bad version, %d unknown; %d synced and %d plain reads), %d after the first fault, %d session expiries",
 		len(hist), counts[check.StatusOK], counts[check.StatusBadVersion], counts[check.StatusUnknown], synced, plain, after, expiries)
+	for i, sw := range w.watches {
+		sw.mu.Lock()
+		for j, at := range sw.at {
+			t.Logf("client %d: session expired (seen %v after the workload started, on %s)", i, at.Sub(w.start).Round(time.Millisecond), sw.server[j])
+		}
+		sw.mu.Unlock()
+	}
 	if after < 20 {
 		t.Errorf("only %d definite operations after the first fault: the history does not cover the faults", after)
 	}

@@ -40,7 +40,8 @@ func TestFaultPauseHistories(t *testing.T) {
 			leaderAmong(t, c, c.Followers(leader), 20*time.Second)
 			time.Sleep(time.Until(pausedAt.Add(pauseFor))) // the pause lasts at least pauseFor
 			leader.Resume()
-			t.Logf("round %d: leader %d paused and resumed (%s)", round, leader.ID, c.Modes())
+			t.Logf("round %d: leader %d (%s) paused %v..%v after the workload started (%s)", round, leader.ID, leader.Addr,
+				pausedAt.Sub(w.start).Round(time.Millisecond), time.Since(w.start).Round(time.Millisecond), c.Modes())
 
 			leader = c.WaitSettled(t)
 			fs := c.Followers(leader)
@@ -48,6 +49,7 @@ func TestFaultPauseHistories(t *testing.T) {
 			if round == 1 && n == 5 {
 				paused = fs[:2]
 			}
+			pausedAt = time.Now()
 			for _, m := range paused {
 				m.Pause()
 			}
@@ -55,7 +57,12 @@ func TestFaultPauseHistories(t *testing.T) {
 			for _, m := range paused {
 				m.Resume()
 			}
-			t.Logf("round %d: %d follower(s) paused and resumed", round, len(paused))
+			var which []string
+			for _, m := range paused {
+				which = append(which, m.Addr)
+			}
+			t.Logf("round %d: follower(s) %v paused %v..%v after the workload started", round, which,
+				pausedAt.Sub(w.start).Round(time.Millisecond), time.Since(w.start).Round(time.Millisecond))
 		}
 		requireAgreedLeader(t, c, "after-pauses")
 		w.waitProgress(t, 100)
