@@ -18,6 +18,8 @@ import (
 //   - the leader's outbound links cut one way only (it hears the others,
 //     they do not hear it): the majority elects a new leader;
 //   - every link delayed by 40 ms: writes through a follower go on;
+//   - a follower cut off from the leader's messages only: it stops
+//     serving, the others go on;
 //   - after each heal every member names the same leader, serves a write
 //     and a synced read, and the trees converge;
 //   - the register history across all of it is linearizable.
@@ -119,6 +121,26 @@ func TestFaultPartitions(t *testing.T) {
 			t.Logf("leader changed from %d to %d under 40 ms link delays", lead.ID, now.ID)
 		}
 		pn.Heal()
+
+		// 5. A follower that stops hearing the leader but still reaches
+		// everyone (leader -> follower cut one way): its elections must not
+		// depose a leader the others still hear (pre-vote, check quorum);
+		// after the heal it follows again.
+		lead = c.WaitSettled(t)
+		deaf := c.Followers(lead)[0]
+		pn.Cut(lead.ID, deaf.ID, true)
+		waitFor(t, 15*time.Second, fmt.Sprintf("follower %d, deaf to the leader, stops serving", deaf.ID), func() error {
+			if mode := deaf.Mode(); mode != "not serving" {
+				return fmt.Errorf("srvr mode %q", mode)
+			}
+			return nil
+		})
+		mustCreate(t, connectMember(t, c.Followers(lead)[len(c.Followers(lead))-1], 10*time.Second), "/deaf", nil, 0)
+		if m := lead.Mode(); m != "leader" {
+			t.Logf("leader %d reports %q while follower %d cannot hear it", lead.ID, m, deaf.ID)
+		}
+		pn.Heal()
+		requireAgreedLeader(t, c, "heal5")
 		w.waitProgress(t, 100)
 
 		stop()
