@@ -38,7 +38,7 @@
 //     guarded by go-zookeeper's lock loses no update while holders pause
 //     past their session (their proxy cut) and are fenced off by token.
 //
-// The fault tests take about 75 s in all on 2 cores:
+// The fault tests take about 90 s in all on 2 cores:
 //
 //	go test -count=1 -run 'TestFault|TestRegModel|TestFencedCounter' -timeout 600s ./compat-tests/ensemble/
 //
