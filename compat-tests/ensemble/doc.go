@@ -25,7 +25,22 @@
 //     client watching through it gets its events, and every member keeps a
 //     raft log bounded by the snapshot interval;
 //   - membership grows and shrinks with reconfig, and /zookeeper/config
-//     lists the current members in ZooKeeper's format.
+//     lists the current members in ZooKeeper's format;
+//   - under faults, for 3 and 5 members (faults_*_test.go): real network
+//     partitions of the peer and election ports through the fault proxies
+//     of internal/faultproxy (the leader isolated, a follower isolated, the
+//     leader cut one way, every link delayed), SIGSTOP of the leader and of
+//     followers past the election timeout, kill -9 of a majority; meanwhile
+//     go-zookeeper clients run conditional sets and (synced) reads on a few
+//     znodes, and internal/check must find their history linearizable,
+//     every read in session order, and every acknowledged write in the
+//     final state. A fenced counter
+//     guarded by go-zookeeper's lock loses no update while holders pause
+//     past their session (their proxy cut) and are fenced off by token.
+//
+// The fault tests take about 90 s in all on 2 cores:
+//
+//	go test -count=1 -run 'TestFault|TestRegModel|TestFencedCounter' -timeout 600s ./compat-tests/ensemble/
 //
 // Every wait is bounded. The tests target zkraft; ZKRAFT_TARGETS=apache runs
 // them against Apache ZooKeeper 3.8 to validate the tests themselves.

@@ -37,6 +37,12 @@ type ClusterOptions struct {
 	SkipACL bool
 	// Extra holds additional zoo.cfg keys; they override the defaults.
 	Extra map[string]string
+	// Route, when set, gives the loopback peer and election ports member
+	// from dials to reach member to (a fault-injecting proxy, say) in from's
+	// zoo.cfg. The server lines then carry no client address, so that no
+	// member publishes a /zookeeper/config whose addresses would replace
+	// these routes; such clusters are not for reconfig tests (AddMember).
+	Route func(from, to *Member) (peerPort, electionPort int, err error)
 }
 
 func (o ClusterOptions) target() Target {
@@ -214,7 +220,18 @@ func (m *Member) writeConfig(members []*Member, c *Cluster) error {
 	var b strings.Builder
 	b.WriteString(formatCfg(kv, c.opts.Extra))
 	for _, o := range members {
-		fmt.Fprintf(&b, "server.%d=%s\n", o.ID, o.serverValue())
+		switch {
+		case c.opts.Route == nil:
+			fmt.Fprintf(&b, "server.%d=%s\n", o.ID, o.serverValue())
+		case o == m:
+			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", o.ID, o.PeerPort, o.ElectionPort)
+		default:
+			peer, election, err := c.opts.Route(m, o)
+			if err != nil {
+				return fmt.Errorf("route from member %d to %d: %w", m.ID, o.ID, err)
+			}
+			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", o.ID, peer, election)
+		}
 	}
 	if err := os.WriteFile(m.cfgPath, []byte(b.String()), 0o644); err != nil {
 		return fmt.Errorf("write zoo.cfg: %w", err)
