@@ -177,26 +177,36 @@ func (t *TCPTransport) AddPeer(p Peer) {
 	pc.addr = p.Addr
 	pc.mu.Unlock()
 	tp := &tcpPeer{
-		t:     t,
-		id:    p.ID,
-		addr:  p.Addr,
-		pc:    pc,
-		queue: make(chan outFrame, t.cfg.QueueSize),
-		stopc: make(chan struct{}),
+		t:       t,
+		id:      p.ID,
+		addr:    p.Addr,
+		pc:      pc,
+		queue:   make(chan outFrame, t.cfg.QueueSize),
+		stopc:   make(chan struct{}),
+		retirec: make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	t.peers[p.ID] = tp
 	t.wg.Go(tp.run)
 }
 
-// RemovePeer stops sending to id; queued messages are dropped and reported.
+// RemovePeer stops sending to id. What is already queued is still written,
+// for at most retireGrace: it holds the message that commits the member's own
+// removal, without which a removed member never learns it was removed
+// (the leader stops replicating to it once it applied the change). Whatever
+// is left after that is dropped and reported. It does not block.
 func (t *TCPTransport) RemovePeer(id uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if p, ok := t.peers[id]; ok {
-		p.stop()
+		p.retire(retireGrace)
 		delete(t.peers, id)
 	}
 }
+
+// retireGrace bounds how long a removed peer's sender may keep writing what
+// was queued before the removal.
+const retireGrace = time.Second
 
 // Send marshals each message (raft may reuse them after Send returns) and
 // queues it for its peer without blocking. The queueing happens under t.mu,
@@ -364,6 +374,9 @@ type tcpPeer struct {
 	queue     chan outFrame
 	stopc     chan struct{}
 	stopOnce  sync.Once
+	retirec   chan struct{} // closed by retire: write what is queued, then end
+	retireOne sync.Once
+	done      chan struct{} // closed when run returns
 	reporting atomic.Bool
 
 	connMu sync.Mutex
@@ -379,6 +392,24 @@ func (p *tcpPeer) stop() {
 			_ = p.conn.Close()
 		}
 		p.connMu.Unlock()
+	})
+}
+
+// retire lets the sender write what is already queued and end; after grace
+// it is stopped whatever it is doing. It never blocks.
+func (p *tcpPeer) retire(grace time.Duration) {
+	p.retireOne.Do(func() {
+		close(p.retirec)
+		p.t.wg.Go(func() {
+			timer := time.NewTimer(grace)
+			defer timer.Stop()
+			select {
+			case <-p.done:
+			case <-timer.C:
+			case <-p.t.stopc:
+			}
+			p.stop()
+		})
 	})
 }
 
@@ -454,6 +485,7 @@ func (p *tcpPeer) run() {
 	defer func() {
 		closeConn()
 		p.drain()
+		close(p.done)
 	}()
 	fail := func(err error) {
 		now := time.Now()
@@ -468,6 +500,12 @@ func (p *tcpPeer) run() {
 		var f outFrame
 		select {
 		case f = <-p.queue:
+		case <-p.retirec:
+			select {
+			case f = <-p.queue:
+			default:
+				return // retired and everything queued was written
+			}
 		case <-p.stopc:
 			return
 		case <-p.t.stopc:

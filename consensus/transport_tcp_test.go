@@ -420,3 +420,27 @@ func TestTransportWarnsWhenRaftDoesNotTakeAMessage(t *testing.T) {
 	close(h.release)
 	h.waitFor(t, testTimeout, "message delivered once released", func() bool { return len(h.msgs) == 1 })
 }
+
+// TestRemovePeerWritesWhatIsQueued: removing a peer still delivers the
+// messages queued before the removal (among them the append that commits
+// the peer's own removal: without it a removed member never learns it was
+// removed), in order.
+func TestRemovePeerWritesWhatIsQueued(t *testing.T) {
+	tr2, rec2 := startTransport(t, 2)
+	tr1, _ := startTransport(t, 1, Peer{ID: 2, Addr: tr2.Addr().String()})
+	const queued = 200
+	msgs := make([]*pb.Message, queued)
+	for i := range msgs {
+		msgs[i] = &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)), Commit: new(uint64(i + 1)),
+			Entries: []*pb.Entry{{Data: make([]byte, 16<<10)}}}
+	}
+	tr1.Send(msgs)
+	tr1.RemovePeer(2)
+	rec2.waitFor(t, testTimeout, "every message queued before the removal", func() bool { return len(rec2.msgs) == queued })
+	rec2.mu.Lock()
+	defer rec2.mu.Unlock()
+	for i, m := range rec2.msgs {
+		require.Equal(t, pb.MsgApp, m.GetType(), "message %d", i)
+		require.Equal(t, uint64(i+1), m.GetCommit(), "message %d in order", i)
+	}
+}
