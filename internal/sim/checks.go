@@ -1,0 +1,275 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/zkraft/zkraft/server"
+)
+
+// Checker names, as printed.
+const (
+	chkLinear   = "linearizability"
+	chkLock     = "lock"
+	chkCounter  = "fenced-counter"
+	chkLost     = "acked-write-lost"
+	chkLog      = "log"
+	chkReplicas = "replicas"
+	chkZxid     = "zxid"
+	chkExpiry   = "live-session-expired"
+	chkProgress = "progress"
+)
+
+// checks gathers what the checkers need while the run goes, and checks what
+// it can at once.
+type checks struct {
+	w         *world
+	seedIndex uint64
+	healedAt  time.Duration
+
+	// log: the (proposer, request) of each applied index, as first applied.
+	logAt map[int64]reqKey
+	// replicas: hash of the state snapshot at sampled indexes.
+	stateAt map[uint64]uint64
+	// acked writes: zxid -> who proposed it, as the client was told.
+	ackedAt []ackedWrite
+	// expiry: indexes whose expiry was checked.
+	expiryDone map[int64]bool
+
+	// lock and fenced counter
+	holder     *client
+	counter    int64
+	maxToken   int64
+	increments int64
+
+	history []porcupine.Operation
+}
+
+type reqKey struct {
+	proposer, reqID uint64
+}
+
+type ackedWrite struct {
+	client int
+	zxid   int64
+}
+
+func newChecks(w *world) *checks {
+	return &checks{w: w, logAt: map[int64]reqKey{}, stateAt: map[uint64]uint64{}, expiryDone: map[int64]bool{}}
+}
+
+// applied runs after member m applied raft entry e.
+func (k *checks) applied(m *member, e *pb.Entry) {
+	idx := e.GetIndex()
+	if idx%25 != 0 {
+		return
+	}
+	data, err := m.rep.Snapshot()
+	if err != nil {
+		return
+	}
+	h := fnv.New64a()
+	h.Write(data)
+	sum := h.Sum64()
+	if prev, ok := k.stateAt[idx]; !ok {
+		k.stateAt[idx] = sum
+	} else if prev != sum {
+		k.w.fail(chkReplicas, "member %d state at index %d differs from another member's at the same index", m.id, idx)
+	}
+}
+
+// appliedResult runs for each applied zkraft entry on member m.
+func (k *checks) appliedResult(m *member, a server.Applied) {
+	key := reqKey{a.Proposer, a.ReqID}
+	if prev, ok := k.logAt[a.Zxid]; !ok {
+		k.logAt[a.Zxid] = key
+	} else if prev != key {
+		k.w.fail(chkLog, "member %d applied proposal %d/%#x at zxid %#x, another member %d/%#x", m.id,
+			a.Proposer, a.ReqID, a.Zxid, prev.proposer, prev.reqID)
+	}
+	if a.Type == server.ProposalExpireSession && a.Err == 0 && !k.expiryDone[a.Zxid] {
+		k.expiryDone[a.Zxid] = true
+		k.w.tracef("session %#x expired at zxid %#x", a.SessionID, a.Zxid)
+		for _, c := range k.w.clients {
+			// A session is expired only after its timeout without a
+			// touch reaching the leader; its client's last answer can be
+			// a little later than the leader's last touch (liveness
+			// reports are periodic, a cut-off member answers until it
+			// notices), never by half the timeout.
+			if c.sess == a.SessionID && c.lastHeard > 0 && k.w.now-c.lastHeard < sessionTimeout/2 {
+				k.w.fail(chkExpiry, "session %#x of client %d expired at %v, %v after its client's last answer",
+					a.SessionID, c.idx, k.w.now, k.w.now-c.lastHeard)
+			}
+		}
+	}
+}
+
+func (k *checks) acked(c *client, zxid int64) {
+	k.ackedAt = append(k.ackedAt, ackedWrite{client: c.idx, zxid: zxid})
+}
+
+// lock and fenced counter
+
+func (k *checks) enter(c *client, token int64) {
+	if k.holder != nil && k.holder != c {
+		k.w.fail(chkLock, "client %d entered the critical section at %v while client %d held the lock", c.idx, k.w.now, k.holder.idx)
+	}
+	k.holder = c
+	k.w.tracef("client %d holds the lock (token %d)", c.idx, token)
+}
+
+func (k *checks) exit(c *client) {
+	if k.holder == c {
+		k.holder = nil
+		k.w.tracef("client %d released the lock", c.idx)
+	}
+}
+
+func (k *checks) fence(c *client, token int64) bool {
+	if token < k.maxToken {
+		k.w.fail(chkCounter, "client %d used token %d after token %d", c.idx, token, k.maxToken)
+		return false
+	}
+	k.maxToken = token
+	return true
+}
+
+func (k *checks) counterRead(c *client, token int64) (int64, bool) {
+	return k.counter, k.fence(c, token)
+}
+
+func (k *checks) counterWrite(c *client, token, v int64) {
+	if !k.fence(c, token) {
+		return
+	}
+	k.increments++
+	k.counter = v
+	if k.counter != k.increments {
+		k.w.fail(chkCounter, "counter %d after %d increments", k.counter, k.increments)
+	}
+}
+
+// register history (porcupine)
+
+type regOp int
+
+const (
+	opWrite regOp = iota
+	opCAS
+	opRead
+)
+
+type regInput struct {
+	kind    regOp
+	val     string
+	version int32
+}
+
+type regOutput struct {
+	unknown    bool
+	badVersion bool
+	val        string
+	version    int32
+}
+
+type regState struct {
+	val     string
+	version int32
+}
+
+func (k *checks) record(c *client, in regInput, out regOutput, call, ret time.Duration) {
+	r := int64(ret)
+	if ret == math.MaxInt64 {
+		r = math.MaxInt64
+	}
+	k.history = append(k.history, porcupine.Operation{ClientId: c.idx, Input: in, Output: out, Call: int64(call), Return: r})
+}
+
+var registerModel = porcupine.Model{
+	Init: func() any { return regState{} },
+	Step: func(state, input, output any) (bool, any) {
+		st, in, out := state.(regState), input.(regInput), output.(regOutput)
+		next := regState{val: in.val, version: st.version + 1}
+		switch in.kind {
+		case opWrite:
+			return out.unknown || out.version == next.version, next
+		case opCAS:
+			if st.version != in.version {
+				return out.unknown || out.badVersion, st
+			}
+			return out.unknown || (!out.badVersion && out.version == next.version), next
+		default:
+			return out.val == st.val && out.version == st.version, st
+		}
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(regInput), output.(regOutput)
+		switch in.kind {
+		case opWrite:
+			return fmt.Sprintf("set(%s) -> %+v", in.val, out)
+		case opCAS:
+			return fmt.Sprintf("cas(v%d, %s) -> %+v", in.version, in.val, out)
+		}
+		return fmt.Sprintf("get() -> %q v%d", out.val, out.version)
+	},
+}
+
+// final runs the checks that need the whole run.
+func (k *checks) final() {
+	w := k.w
+	if res := porcupine.CheckOperationsTimeout(registerModel, k.history, 20*time.Second); res == porcupine.Illegal {
+		w.fail(chkLinear, "history of %d operations on %s is not linearizable (replay with -seed %d -trace)",
+			len(k.history), registerPath, w.cfg.Seed)
+	}
+	// Every acknowledged write is in the log at its zxid, and every member
+	// (all up after the faults) applied it.
+	var minApplied uint64 = math.MaxUint64
+	for _, m := range w.members {
+		minApplied = min(minApplied, m.applied)
+	}
+	for _, a := range k.ackedAt {
+		if uint64(a.zxid) > minApplied {
+			w.fail(chkLost, "write acknowledged to client %d at zxid %#x, a member applied only up to %#x", a.client, a.zxid, minApplied)
+			break
+		}
+	}
+	// Replicas at equal applied index hold the same state.
+	var ref []byte
+	for _, m := range w.members {
+		if m.applied != w.members[0].applied {
+			continue
+		}
+		data, _ := m.rep.Snapshot()
+		if ref == nil {
+			ref = data
+		} else if !bytes.Equal(ref, data) {
+			w.fail(chkReplicas, "member %d state differs from member 1 at index %d", m.id, m.applied)
+		}
+	}
+	// Progress once faults stopped: every client got an answer late in the
+	// run, and every member caught up.
+	if w.cfg.Duration-k.healedAt >= 8*time.Second {
+		since := k.healedAt + 6*time.Second
+		for _, c := range w.clients {
+			if c.lastOK < since {
+				w.fail(chkProgress, "client %d completed no operation after %v (faults stopped at %v)", c.idx, since, k.healedAt)
+				break
+			}
+		}
+		var maxApplied uint64
+		for _, m := range w.members {
+			maxApplied = max(maxApplied, m.applied)
+		}
+		for _, m := range w.members {
+			if m.applied+50 < maxApplied {
+				w.fail(chkProgress, "member %d applied %d, another member %d", m.id, m.applied, maxApplied)
+			}
+		}
+	}
+}

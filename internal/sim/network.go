@@ -1,0 +1,147 @@
+package sim
+
+import (
+	"time"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// network carries raft messages and liveness reports between members. A
+// link from a to b is cut while cut[a][b]; a message also needs both ends up
+// at delivery. Paused members keep what arrives and handle it on resume.
+type network struct {
+	w        *world
+	cut      [][]bool
+	dropP    float64
+	dupP     float64
+	maxDelay time.Duration
+}
+
+func newNetwork(w *world) *network {
+	n := &network{w: w, maxDelay: 10 * time.Millisecond}
+	n.cut = make([][]bool, w.cfg.Members)
+	for i := range n.cut {
+		n.cut[i] = make([]bool, w.cfg.Members)
+	}
+	return n
+}
+
+// send delivers fn at member to after a random delay, unless the message
+// is lost. It reports whether the message was (first) scheduled.
+func (n *network) send(from, to int, fn func()) bool {
+	if n.cut[from][to] || n.w.chance(n.dropP) {
+		return false
+	}
+	copies := 1
+	if n.w.chance(n.dupP) {
+		copies = 2
+	}
+	for i := 0; i < copies; i++ {
+		n.w.after(n.w.between(500*time.Microsecond, n.maxDelay), func() {
+			if n.cut[from][to] {
+				return
+			}
+			n.w.members[to].deliver(fn)
+		})
+	}
+	return true
+}
+
+// sendRaft sends a raft message from member index from.
+func (n *network) sendRaft(from int, m *pb.Message) {
+	to := int(m.GetTo()) - 1
+	if to < 0 || to >= len(n.w.members) {
+		return
+	}
+	isSnap := m.GetType() == pb.MsgSnap
+	sender := n.w.members[from]
+	inc := sender.incarnation
+	ok := n.send(from, to, func() {
+		dst := n.w.members[to]
+		dst.step(m)
+		if isSnap && sender.up && sender.incarnation == inc && sender.rn != nil {
+			sender.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+			sender.process()
+		}
+	})
+	if !ok && isSnap {
+		// The leader must learn that the snapshot did not arrive, or it
+		// waits for it forever.
+		n.w.after(n.maxDelay, func() {
+			if sender.up && sender.incarnation == inc && sender.rn != nil {
+				sender.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure)
+				sender.process()
+			}
+		})
+	}
+}
+
+// injectFault starts one fault and schedules the next.
+func (w *world) injectFault() {
+	if !w.faulty {
+		return
+	}
+	w.net.dropP, w.net.dupP = 0.01, 0.01
+	w.net.maxDelay = w.between(2*time.Millisecond, 30*time.Millisecond)
+	n := len(w.members)
+	m := w.members[w.rng.IntN(n)]
+	switch k := w.rng.IntN(6); k {
+	case 0: // crash and restart
+		if m.up {
+			m.crash()
+			w.after(w.between(300*time.Millisecond, 3*time.Second), m.restart)
+		}
+	case 1: // pause (a stopped process: it neither ticks nor handles messages)
+		if m.up && !m.paused {
+			m.pause()
+			w.after(w.between(200*time.Millisecond, 3*time.Second), m.resume)
+		}
+	case 2: // isolate a member both ways
+		w.tracef("partition: member %d isolated", m.id)
+		for j := 0; j < n; j++ {
+			if j != m.idx {
+				w.net.cut[m.idx][j], w.net.cut[j][m.idx] = true, true
+			}
+		}
+		w.after(w.between(300*time.Millisecond, 3*time.Second), w.healLinks)
+	case 3: // one-way link
+		j := w.rng.IntN(n)
+		if j != m.idx {
+			w.tracef("partition: link %d->%d cut", m.id, j+1)
+			w.net.cut[m.idx][j] = true
+			w.after(w.between(300*time.Millisecond, 3*time.Second), w.healLinks)
+		}
+	case 4, 5: // a client stops (GC pause) for about its session timeout
+		c := w.clients[w.rng.IntN(len(w.clients))]
+		c.pause(w.between(sessionTimeout-1500*time.Millisecond, sessionTimeout+1500*time.Millisecond))
+	}
+	w.after(w.between(300*time.Millisecond, 2*time.Second), w.injectFault)
+}
+
+func (w *world) healLinks() {
+	for i := range w.net.cut {
+		for j := range w.net.cut[i] {
+			w.net.cut[i][j] = false
+		}
+	}
+	w.tracef("partitions healed")
+}
+
+// heal ends the fault period: every member up and running, no partitions,
+// a reliable network.
+func (w *world) heal() {
+	w.faulty = false
+	w.tracef("faults stop")
+	w.healLinks()
+	w.net.dropP, w.net.dupP, w.net.maxDelay = 0, 0, 5*time.Millisecond
+	for _, m := range w.members {
+		if !m.up {
+			m.restart()
+		}
+		if m.paused {
+			m.resume()
+		}
+	}
+	w.chk.healedAt = w.now
+}
