@@ -431,6 +431,9 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	sm.tree, sm.sessions, sm.order = tree, sessions, order
 	// Keep the snapshot's zxid, the one every peer reports at this point;
 	// storing index instead would put this member ahead of its peers.
+	if mutation.Enabled(mutation.RestoreRaftIndex) {
+		zxid = index
+	}
 	sm.lastZxid.Store(int64(zxid))
 	sm.mu.Unlock()
 	sm.hooks.stateReplaced()

@@ -27,11 +27,15 @@ const (
 	FollowerExpiry Name = "follower-expiry"
 	// IgnoreSetVersion makes setData ignore the expected version (znode).
 	IgnoreSetVersion Name = "ignore-set-version"
+	// RestoreRaftIndex makes a member restored from a snapshot report the
+	// snapshot's raft index as its last zxid instead of the snapshot's own
+	// zxid (issue 8 item 7; server's stateMachine.Restore).
+	RestoreRaftIndex Name = "restore-raft-index"
 )
 
-var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion}
+var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex}
 
-var on [3]atomic.Bool
+var on [4]atomic.Bool
 
 // All returns the names of the known mutations, in a fixed order.
 func All() []Name { return slices.Clone(all) }

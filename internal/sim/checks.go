@@ -74,13 +74,30 @@ func (k *checks) applied(m *member, e *pb.Entry) {
 	if err != nil {
 		return
 	}
+	k.stateHash(m, idx, data, "apply")
+}
+
+// restored checks a member's state right after it was restored from a
+// snapshot.
+func (k *checks) restored(m *member) {
+	data, err := m.rep.Snapshot()
+	if err != nil {
+		k.w.fail(chkReplicas, "member %d cannot snapshot its restored state: %v", m.id, err)
+		return
+	}
+	k.stateHash(m, m.applied, data, "restore")
+}
+
+// stateHash compares a member's state snapshot at raft index idx with every
+// other state seen at that index.
+func (k *checks) stateHash(m *member, idx uint64, data []byte, how string) {
 	h := fnv.New64a()
 	h.Write(data)
 	sum := h.Sum64()
 	if prev, ok := k.stateAt[idx]; !ok {
 		k.stateAt[idx] = sum
 	} else if prev != sum {
-		k.w.fail(chkReplicas, "member %d state at index %d differs from another member's at the same index", m.id, idx)
+		k.w.fail(chkReplicas, "member %d state at index %d (after %s) differs from another member's at the same index", m.id, idx, how)
 	}
 }
 

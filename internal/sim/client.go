@@ -162,11 +162,42 @@ func (c *client) pause(d time.Duration) {
 	if c.connID != 0 || c.inflight != nil {
 		c.disconnect("paused")
 	}
-	c.w.after(d, func() {
-		c.paused = false
-		c.w.tracef("client %d resumed", c.idx)
-		c.reconnect()
+	if d < time.Hour {
+		c.w.after(d, c.resume)
+	}
+}
+
+// pauseUntilExpiry pauses the client and resumes it (the simulator knows
+// the leader's tracker) within a few tens of milliseconds of its session's
+// expiry deadline there: its reattach then races the expiry decision.
+func (c *client) pauseUntilExpiry() {
+	if c.paused || c.sess == 0 {
+		return
+	}
+	c.pause(time.Hour) // resumed below
+	sess := c.sess
+	c.w.after(sessionTimeout-time.Second, func() {
+		resumeIn := c.w.between(0, time.Second)
+		for _, m := range c.w.members {
+			if m.up && m.isLeader {
+				if d, ok := m.tracker.Deadline(sess); ok {
+					if left := d.Sub(clock{c.w}.Now()); left > 0 {
+						resumeIn = left + c.w.between(-40*time.Millisecond, 60*time.Millisecond)
+					}
+				}
+			}
+		}
+		c.w.after(max(resumeIn, 0), c.resume)
 	})
+}
+
+func (c *client) resume() {
+	if !c.paused {
+		return
+	}
+	c.paused = false
+	c.w.tracef("client %d resumed", c.idx)
+	c.reconnect()
 }
 
 func (c *client) reconnect() {

@@ -29,22 +29,23 @@ type member struct {
 	incarnation int
 	backlog     []func() // what arrived while paused
 
-	storage   *raft.MemoryStorage
-	confState *pb.ConfState
-	rn        *raft.RawNode
-	rep       *server.Replica
-	tracker   *session.Tracker
-	applied   uint64
-	lead      uint64
-	isLeader  bool
-	term      uint64 // term in which this member became leader
-	reqCount  uint64
-	pending   map[uint64]func(server.Applied, bool) // by ReqID; false: failed before apply
-	reads     []*pendingRead
-	readCount uint64
-	conns     map[uint64]*mconn // by connection id
-	touched   map[int64]bool    // sessions touched since the last liveness report
-	lastSnap  uint64
+	storage    *raft.MemoryStorage
+	confState  *pb.ConfState
+	rn         *raft.RawNode
+	rep        *server.Replica
+	tracker    *session.Tracker
+	applied    uint64
+	lead       uint64
+	isLeader   bool
+	term       uint64 // term in which this member became leader
+	reqCount   uint64
+	pending    map[uint64]func(server.Applied, bool) // by ReqID; false: failed before apply
+	reads      []*pendingRead
+	readCount  uint64
+	conns      map[uint64]*mconn // by connection id
+	touched    map[int64]bool    // sessions touched since the last liveness report
+	lastSnap   uint64
+	lastNoZxid bool // the last applied entry was not a zkraft entry
 }
 
 // mconn is a client connection as a member sees it.
@@ -136,6 +137,7 @@ func (m *member) restart() {
 	}
 	m.applied = snap.GetMetadata().GetIndex()
 	m.lastSnap = m.applied
+	m.w.chk.restored(m)
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID: m.id, ElectionTick: electionTicks, HeartbeatTick: 1, Storage: m.storage, Applied: m.applied,
 		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, MaxUncommittedEntriesSize: 1 << 30,
@@ -225,6 +227,7 @@ func (m *member) process() {
 			}
 			m.applied = md.GetIndex()
 			m.lastSnap = m.applied
+			m.w.chk.restored(m)
 			m.confState = md.GetConfState()
 			// Connections saw the old state; as the server, close them.
 			for _, c := range m.sortedConns() {
@@ -269,6 +272,7 @@ func (m *member) process() {
 }
 
 func (m *member) applyEntry(e *pb.Entry) {
+	m.lastNoZxid = e.GetType() != pb.EntryNormal || len(e.GetData()) == 0
 	switch e.GetType() {
 	case pb.EntryNormal:
 		if len(e.GetData()) > 0 {
@@ -342,8 +346,13 @@ func (m *member) serveReads() {
 	}
 }
 
+// maybeCompact snapshots the state and compacts the log every compactEvery
+// entries, and sometimes right after an entry that is not a zkraft entry
+// (a new leader's empty entry), where the snapshot's zxid and raft index
+// differ.
 func (m *member) maybeCompact() {
-	if m.applied < m.lastSnap+compactEvery {
+	due := m.applied >= m.lastSnap+compactEvery
+	if !due && !(m.lastNoZxid && m.applied >= m.lastSnap+20 && m.w.chance(0.3)) {
 		return
 	}
 	data, err := m.rep.Snapshot()
@@ -355,6 +364,7 @@ func (m *member) maybeCompact() {
 		return
 	}
 	m.lastSnap = m.applied
+	m.w.chk.stateHash(m, m.applied, data, "snapshot")
 	if m.applied > 50 {
 		_ = m.storage.Compact(m.applied - 50)
 	}
@@ -466,6 +476,7 @@ func (m *member) SessionClosed(id int64, expired bool) {
 func (m *member) SessionTouched(id int64) { m.tracker.Touch(id) }
 
 func (m *member) ExpiryRefused(s session.Session) {
+	m.w.tracef("member %d refused the expiry of session %#x (fence)", m.id, s.ID)
 	m.tracker.Remove(s.ID)
 	m.tracker.Track(s.ID, s.TimeoutMs)
 }

@@ -86,7 +86,14 @@ func (w *world) injectFault() {
 	w.net.maxDelay = w.between(2*time.Millisecond, 30*time.Millisecond)
 	n := len(w.members)
 	m := w.members[w.rng.IntN(n)]
-	switch k := w.rng.IntN(6); k {
+	k := w.rng.IntN(6)
+	switch w.profile {
+	case profileMembers:
+		k = w.rng.IntN(4)
+	case profileClients:
+		k = 4 + w.rng.IntN(2)
+	}
+	switch k {
 	case 0: // crash and restart
 		if m.up {
 			m.crash()
@@ -112,12 +119,23 @@ func (w *world) injectFault() {
 			w.net.cut[m.idx][j] = true
 			w.after(w.between(300*time.Millisecond, 3*time.Second), w.healLinks)
 		}
-	case 4, 5: // a client stops (GC pause) for about its session timeout
+	case 4: // a client stops (GC pause) for about its session timeout
 		c := w.clients[w.rng.IntN(len(w.clients))]
 		c.pause(w.between(sessionTimeout-1500*time.Millisecond, sessionTimeout+1500*time.Millisecond))
+	case 5: // a client stops until just about when the leader decides its expiry
+		w.clients[w.rng.IntN(len(w.clients))].pauseUntilExpiry()
 	}
 	w.after(w.between(300*time.Millisecond, 2*time.Second), w.injectFault)
 }
+
+// Fault profiles: each seed draws one, so some runs are dominated by member
+// faults (elections) and some by client pauses (session expiry races).
+const (
+	profileAll = iota
+	profileMembers
+	profileClients
+	profileCount
+)
 
 func (w *world) healLinks() {
 	for i := range w.net.cut {

@@ -103,6 +103,7 @@ type world struct {
 	chk       *checks
 	faulty    bool // faults are being injected
 	draining  bool // the run is over: clients start nothing new
+	profile   int  // which faults this run injects
 	connCount uint64
 	failed    []Failure
 }
@@ -184,6 +185,7 @@ func Run(cfg Config) []Failure {
 	}
 	faultEnd := time.Duration(float64(cfg.Duration) * faultFraction)
 	w.faulty = true
+	w.profile = w.rng.IntN(profileCount)
 	w.after(w.between(500*time.Millisecond, 2*time.Second), w.injectFault)
 	w.after(faultEnd, w.heal)
 	// After the duration, clients start nothing new and the members get
