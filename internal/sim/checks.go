@@ -2,20 +2,19 @@ package sim
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"hash/fnv"
 	"math"
 	"time"
 
-	"github.com/anishathalye/porcupine"
 	pb "go.etcd.io/raft/v3/raftpb"
 
+	"github.com/zkraft/zkraft/internal/check"
 	"github.com/zkraft/zkraft/server"
 )
 
 // Checker names, as printed.
 const (
-	chkLinear   = "linearizability"
 	chkLock     = "lock"
 	chkCounter  = "fenced-counter"
 	chkLost     = "acked-write-lost"
@@ -48,7 +47,7 @@ type checks struct {
 	maxToken   int64
 	increments int64
 
-	history []porcupine.Operation
+	history []check.RegisterOp
 }
 
 type reqKey struct {
@@ -172,77 +171,34 @@ func (k *checks) counterWrite(c *client, token, v int64) {
 	}
 }
 
-// register history (porcupine)
+// register history, checked by internal/check
 
-type regOp int
-
-const (
-	opWrite regOp = iota
-	opCAS
-	opRead
-)
-
-type regInput struct {
-	kind    regOp
-	val     string
-	version int32
-}
-
-type regOutput struct {
-	unknown    bool
-	badVersion bool
-	val        string
-	version    int32
-}
-
-type regState struct {
-	val     string
-	version int32
-}
-
-func (k *checks) record(c *client, in regInput, out regOutput, call, ret time.Duration) {
-	r := int64(ret)
-	if ret == math.MaxInt64 {
-		r = math.MaxInt64
-	}
-	k.history = append(k.history, porcupine.Operation{ClientId: c.idx, Input: in, Output: out, Call: int64(call), Return: r})
-}
-
-var registerModel = porcupine.Model{
-	Init: func() any { return regState{} },
-	Step: func(state, input, output any) (bool, any) {
-		st, in, out := state.(regState), input.(regInput), output.(regOutput)
-		next := regState{val: in.val, version: st.version + 1}
-		switch in.kind {
-		case opWrite:
-			return out.unknown || out.version == next.version, next
-		case opCAS:
-			if st.version != in.version {
-				return out.unknown || out.badVersion, st
-			}
-			return out.unknown || (!out.badVersion && out.version == next.version), next
-		default:
-			return out.val == st.val && out.version == st.version, st
-		}
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(regInput), output.(regOutput)
-		switch in.kind {
-		case opWrite:
-			return fmt.Sprintf("set(%s) -> %+v", in.val, out)
-		case opCAS:
-			return fmt.Sprintf("cas(v%d, %s) -> %+v", in.version, in.val, out)
-		}
-		return fmt.Sprintf("get() -> %q v%d", out.val, out.version)
-	},
+// record adds one finished operation on the register to the history. A
+// client has one operation in flight, so each client's operations are
+// recorded in the order it issued them.
+func (k *checks) record(op check.RegisterOp) {
+	k.history = append(k.history, op)
 }
 
 // final runs the checks that need the whole run.
 func (k *checks) final() {
 	w := k.w
-	if res := porcupine.CheckOperationsTimeout(registerModel, k.history, 20*time.Second); res == porcupine.Illegal {
-		w.fail(chkLinear, "history of %d operations on %s is not linearizable (replay with -seed %d -trace)",
-			len(k.history), registerPath, w.cfg.Seed)
+	initial := map[string]check.Register{registerPath: {Exists: true}}
+	data, st, ok := w.members[0].rep.GetData(registerPath)
+	final := map[string]check.Register{registerPath: {Exists: ok, Data: string(data), Version: st.Version, Mzxid: st.Mzxid}}
+	for _, err := range []error{
+		check.Linearizable(k.history, check.LinearizableOptions{Initial: initial, Timeout: 20 * time.Second}),
+		check.SessionReads(k.history, initial),
+		check.NoLostWrites(k.history, final),
+	} {
+		var v *check.Violation
+		switch {
+		case err == nil:
+		case errors.As(err, &v):
+			w.fail(v.Checker, "%s", v.Detail)
+		default:
+			w.fail("history", "%v", err)
+		}
 	}
 	// Every acknowledged write is in the log at its zxid, and every member
 	// (all up after the faults) applied it.

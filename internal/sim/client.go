@@ -2,12 +2,12 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/zkraft/zkraft/internal/check"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -292,32 +292,35 @@ func (c *client) write(conditional bool) {
 	c.writes++
 	val := fmt.Sprintf("c%d.%d", c.idx, c.writes)
 	version := int32(-1)
-	in := regInput{kind: opWrite, val: val}
 	if conditional {
 		version = c.lastVer
-		in = regInput{kind: opCAS, val: val, version: version}
 	}
+	op := check.RegisterOp{Client: c.idx, Path: registerPath, Kind: check.OpSet, Data: val, Version: version, Call: int64(c.w.now)}
 	body := jute.Marshal(&jute.SetDataRequest{Path: registerPath, Data: []byte(val), Version: version})
-	start := c.w.now
 	c.send(&request{kind: reqWrite, op: jute.OpSetData, body: body}, func(resp response) {
+		op.Return = int64(c.w.now)
 		switch resp.err {
 		case 0:
 			c.ok()
 			c.lastVer = resp.stat.Version
 			c.w.chk.acked(c, resp.zxid)
-			c.w.chk.record(c, in, regOutput{version: resp.stat.Version}, start, c.w.now)
+			op.Status, op.RespVersion, op.RespMzxid = check.StatusOK, resp.stat.Version, resp.stat.Mzxid
+			c.w.chk.record(op)
 		case jute.ErrBadVersion:
 			c.ok()
-			c.w.chk.record(c, in, regOutput{badVersion: true}, start, c.w.now)
+			op.Status = check.StatusBadVersion
+			c.w.chk.record(op)
 		}
 		c.next()
 	}, func() {
-		c.w.chk.record(c, in, regOutput{unknown: true}, start, math.MaxInt64)
+		op.Status, op.Return = check.StatusUnknown, 0
+		c.w.chk.record(op)
 	})
 }
 
+// read reads the register, after a sync (a ReadIndex round) or not.
 func (c *client) read(sync bool) {
-	start := c.w.now
+	op := check.RegisterOp{Client: c.idx, Path: registerPath, Kind: check.OpGet, Linearizable: sync, Call: int64(c.w.now)}
 	kind := reqRead
 	if sync {
 		kind = reqSyncRead
@@ -326,9 +329,9 @@ func (c *client) read(sync bool) {
 		if resp.err == 0 {
 			c.ok()
 			c.lastVer = resp.stat.Version
-			if sync {
-				c.w.chk.record(c, regInput{kind: opRead}, regOutput{val: string(resp.data), version: resp.stat.Version}, start, c.w.now)
-			}
+			op.Return, op.Status = int64(c.w.now), check.StatusOK
+			op.RespData, op.RespVersion, op.RespMzxid = string(resp.data), resp.stat.Version, resp.stat.Mzxid
+			c.w.chk.record(op)
 		}
 		c.next()
 	}, nil)
