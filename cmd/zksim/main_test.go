@@ -16,7 +16,7 @@ func TestOutputFormat(t *testing.T) {
 	}{
 		{name: "clean", args: []string{"-seeds", "2", "-duration", "10s"}, code: 0, last: "2 seeds passed, 0 failed"},
 		{name: "mutated", args: []string{"-mutate", "ignore-set-version", "-seed", "1"}, code: 1,
-			contains: []string{"seed 1: linearizability: "}, last: "0 seeds passed, 1 failed"},
+			contains: []string{"seed 1: linearizable: "}, last: "0 seeds passed, 1 failed"},
 		{name: "list", args: []string{"-list-mutations"}, code: 0,
 			contains: []string{"skip-expiry-fence\n", "follower-expiry\n", "ignore-set-version\n", "restore-raft-index\n"}},
 		{name: "unknown mutation", args: []string{"-mutate", "nope", "-seed", "1"}, code: 2},
