@@ -86,12 +86,12 @@ func (w *world) injectFault() {
 	w.net.maxDelay = w.between(2*time.Millisecond, 30*time.Millisecond)
 	n := len(w.members)
 	m := w.members[w.rng.IntN(n)]
-	k := w.rng.IntN(6)
+	k := w.rng.IntN(7)
 	switch w.profile {
 	case profileMembers:
 		k = w.rng.IntN(4)
 	case profileClients:
-		k = 4 + w.rng.IntN(2)
+		k = 4 + w.rng.IntN(3)
 	}
 	switch k {
 	case 0: // crash and restart
@@ -124,6 +124,11 @@ func (w *world) injectFault() {
 		c.pause(w.between(sessionTimeout-1500*time.Millisecond, sessionTimeout+1500*time.Millisecond))
 	case 5: // a client stops until just about when the leader decides its expiry
 		w.clients[w.rng.IntN(len(w.clients))].pauseUntilExpiry()
+	case 6: // a client's connection breaks: it reattaches to a member
+		c := w.clients[w.rng.IntN(len(w.clients))]
+		if c.connID != 0 && !c.paused {
+			c.disconnect("connection broken")
+		}
 	}
 	w.after(w.between(300*time.Millisecond, 2*time.Second), w.injectFault)
 }
