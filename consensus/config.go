@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.etcd.io/raft/v3"
 )
 
 // Defaults applied by Start to zero-valued Config fields.
@@ -111,4 +112,26 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("config: %d peers (join=%v) need a Transport", len(c.Peers), c.Join)
 	}
 	return c, nil
+}
+
+// RaftConfig is the raft configuration every zkraft member runs with: check
+// quorum and pre-vote on, a removed leader steps down, and zkraft's message
+// and inflight limits. It is exported for tools that drive raft themselves
+// (the deterministic simulator) so that they run the same protocol options.
+func RaftConfig(id uint64, electionTicks, heartbeatTicks int, storage raft.Storage, applied uint64, logger raft.Logger) *raft.Config {
+	return &raft.Config{
+		ID:                        id,
+		ElectionTick:              electionTicks,
+		HeartbeatTick:             heartbeatTicks,
+		Storage:                   storage,
+		Applied:                   applied,
+		MaxSizePerMsg:             maxSizePerMsg,
+		MaxCommittedSizePerReady:  maxSizePerMsg,
+		MaxUncommittedEntriesSize: maxUncommittedBytes,
+		MaxInflightMsgs:           maxInflightMsgs,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		StepDownOnRemoval:         true,
+		Logger:                    logger,
+	}
 }

@@ -12,6 +12,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/zkraft/zkraft/consensus"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/server"
 	"github.com/zkraft/zkraft/session"
@@ -138,11 +139,7 @@ func (m *member) restart() {
 	m.applied = snap.GetMetadata().GetIndex()
 	m.lastSnap = m.applied
 	m.w.chk.restored(m)
-	rn, err := raft.NewRawNode(&raft.Config{
-		ID: m.id, ElectionTick: electionTicks, HeartbeatTick: 1, Storage: m.storage, Applied: m.applied,
-		MaxSizePerMsg: 1 << 20, MaxInflightMsgs: 256, MaxUncommittedEntriesSize: 1 << 30,
-		CheckQuorum: true, PreVote: true, Logger: silentRaft,
-	})
+	rn, err := raft.NewRawNode(consensus.RaftConfig(m.id, electionTicks, 1, m.storage, m.applied, silentRaft))
 	if err != nil {
 		panic(err)
 	}
