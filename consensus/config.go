@@ -7,6 +7,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.etcd.io/raft/v3"
+
+	"github.com/zkraft/zkraft/internal/mutation"
 )
 
 // Defaults applied by Start to zero-valued Config fields.
@@ -119,7 +121,7 @@ func (c Config) withDefaults() (Config, error) {
 // and inflight limits. It is exported for tools that drive raft themselves
 // (the deterministic simulator) so that they run the same protocol options.
 func RaftConfig(id uint64, electionTicks, heartbeatTicks int, storage raft.Storage, applied uint64, logger raft.Logger) *raft.Config {
-	return &raft.Config{
+	c := &raft.Config{
 		ID:                        id,
 		ElectionTick:              electionTicks,
 		HeartbeatTick:             heartbeatTicks,
@@ -134,4 +136,11 @@ func RaftConfig(id uint64, electionTicks, heartbeatTicks int, storage raft.Stora
 		StepDownOnRemoval:         true,
 		Logger:                    logger,
 	}
+	if mutation.Enabled(mutation.LeaseReads) {
+		// Known wrong: leadership is assumed from the election timeout
+		// instead of confirmed by a quorum round, which a paused or cut-off
+		// leader gets wrong.
+		c.ReadOnlyOption = raft.ReadOnlyLeaseBased
+	}
+	return c
 }

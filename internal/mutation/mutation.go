@@ -31,11 +31,14 @@ const (
 	// snapshot's raft index as its last zxid instead of the snapshot's own
 	// zxid (issue 8 item 7; server's stateMachine.Restore).
 	RestoreRaftIndex Name = "restore-raft-index"
+	// LeaseReads answers ReadIndex (sync) from the leader's lease instead
+	// of a quorum round (consensus.RaftConfig's ReadOnlyOption).
+	LeaseReads Name = "lease-reads"
 )
 
-var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex}
+var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads}
 
-var on [4]atomic.Bool
+var on [5]atomic.Bool
 
 // All returns the names of the known mutations, in a fixed order.
 func All() []Name { return slices.Clone(all) }

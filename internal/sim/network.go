@@ -86,12 +86,14 @@ func (w *world) injectFault() {
 	w.net.maxDelay = w.between(2*time.Millisecond, 30*time.Millisecond)
 	n := len(w.members)
 	m := w.members[w.rng.IntN(n)]
-	k := w.rng.IntN(7)
+	k := w.rng.IntN(8)
 	switch w.profile {
 	case profileMembers:
-		k = w.rng.IntN(4)
+		k = []int{0, 1, 2, 3, 7}[w.rng.IntN(5)]
 	case profileClients:
 		k = 4 + w.rng.IntN(3)
+	case profileLeader:
+		k = []int{0, 1, 2, 7, 7, 7}[w.rng.IntN(6)]
 	}
 	switch k {
 	case 0: // crash and restart
@@ -124,6 +126,22 @@ func (w *world) injectFault() {
 		c.pause(w.between(sessionTimeout-1500*time.Millisecond, sessionTimeout+1500*time.Millisecond))
 	case 5: // a client stops until just about when the leader decides its expiry
 		w.clients[w.rng.IntN(len(w.clients))].pauseUntilExpiry()
+	case 7: // the leader stops, cut off from its peers, for longer than an election (issue 9)
+		for _, l := range w.members {
+			if l.up && !l.paused && l.isLeader {
+				w.tracef("partition: leader %d isolated while paused", l.id)
+				for j := 0; j < n; j++ {
+					if j != l.idx {
+						w.net.cut[l.idx][j], w.net.cut[j][l.idx] = true, true
+					}
+				}
+				l.pause()
+				pause := w.between(700*time.Millisecond, 1300*time.Millisecond)
+				w.after(pause, l.resume)
+				w.after(pause+w.between(100*time.Millisecond, 600*time.Millisecond), w.healLinks)
+				break
+			}
+		}
 	case 6: // a client's connection breaks: it reattaches to a member
 		c := w.clients[w.rng.IntN(len(w.clients))]
 		if c.connID != 0 && !c.paused {
@@ -139,6 +157,7 @@ const (
 	profileAll = iota
 	profileMembers
 	profileClients
+	profileLeader
 	profileCount
 )
 
