@@ -184,7 +184,13 @@ func (k *checks) record(op check.RegisterOp) {
 func (k *checks) final() {
 	w := k.w
 	initial := map[string]check.Register{registerPath: {Exists: true}}
-	data, st, ok := w.members[0].rep.GetData(registerPath)
+	var finalRep *member
+	for _, m := range w.members {
+		if m.inEnsemble() && (finalRep == nil || m.applied > finalRep.applied) {
+			finalRep = m
+		}
+	}
+	data, st, ok := finalRep.rep.GetData(registerPath)
 	final := map[string]check.Register{registerPath: {Exists: ok, Data: string(data), Version: st.Version, Mzxid: st.Mzxid}}
 	for _, err := range []error{
 		check.Linearizable(k.history, check.LinearizableOptions{Initial: initial, Timeout: 20 * time.Second}),
@@ -204,7 +210,9 @@ func (k *checks) final() {
 	// (all up after the faults) applied it.
 	var minApplied uint64 = math.MaxUint64
 	for _, m := range w.members {
-		minApplied = min(minApplied, m.applied)
+		if m.inEnsemble() {
+			minApplied = min(minApplied, m.applied)
+		}
 	}
 	for _, a := range k.ackedAt {
 		if uint64(a.zxid) > minApplied {
@@ -214,15 +222,16 @@ func (k *checks) final() {
 	}
 	// Replicas at equal applied index hold the same state.
 	var ref []byte
+	var refMember *member
 	for _, m := range w.members {
-		if m.applied != w.members[0].applied {
+		if !m.inEnsemble() || (refMember != nil && m.applied != refMember.applied) {
 			continue
 		}
 		data, _ := m.rep.Snapshot()
-		if ref == nil {
-			ref = data
+		if refMember == nil {
+			ref, refMember = data, m
 		} else if !bytes.Equal(ref, data) {
-			w.fail(chkReplicas, "member %d state differs from member 1 at index %d", m.id, m.applied)
+			w.fail(chkReplicas, "member %d state differs from member %d at index %d", m.id, refMember.id, m.applied)
 		}
 	}
 	// Progress once faults stopped: every client got an answer late in the
@@ -240,7 +249,7 @@ func (k *checks) final() {
 			maxApplied = max(maxApplied, m.applied)
 		}
 		for _, m := range w.members {
-			if m.applied+50 < maxApplied {
+			if m.inEnsemble() && m.applied+50 < maxApplied {
 				w.fail(chkProgress, "member %d applied %d, another member %d", m.id, m.applied, maxApplied)
 			}
 		}

@@ -204,7 +204,13 @@ func (c *client) reconnect() {
 	if c.paused || c.connID != 0 {
 		return
 	}
-	c.member = c.w.rng.IntN(len(c.w.members))
+	var live []int
+	for i, m := range c.w.members {
+		if m.inEnsemble() {
+			live = append(live, i)
+		}
+	}
+	c.member = live[c.w.rng.IntN(len(live))]
 	c.w.connCount++
 	c.connID = c.w.connCount
 	kind := reqAttach

@@ -27,6 +27,8 @@ type member struct {
 	idx         int
 	id          uint64
 	up, paused  bool
+	removed     bool // removed from the ensemble: stopped for good
+	outside     bool // added by a reconfig whose entry no member applied yet
 	incarnation int
 	backlog     []func() // what arrived while paused
 
@@ -47,6 +49,7 @@ type member struct {
 	touched    map[int64]bool    // sessions touched since the last liveness report
 	lastSnap   uint64
 	lastNoZxid bool // the last applied entry was not a zkraft entry
+	snapNow    bool // snapshot at the next chance (after a conf change)
 }
 
 // mconn is a client connection as a member sees it.
@@ -119,7 +122,7 @@ func (nopHooks) ExpiryRefused(s session.Session) {}
 
 // restart starts the member from its durable storage.
 func (m *member) restart() {
-	if m.up {
+	if m.up || m.removed {
 		return
 	}
 	m.incarnation++
@@ -133,12 +136,14 @@ func (m *member) restart() {
 	if err != nil {
 		panic(err)
 	}
-	if err := m.rep.Restore(snap.GetMetadata().GetIndex(), snap.GetData()); err != nil {
-		m.w.fail("apply", "member %d restore: %v", m.id, err)
-	}
 	m.applied = snap.GetMetadata().GetIndex()
 	m.lastSnap = m.applied
-	m.w.chk.restored(m)
+	if m.applied > 0 { // a member that joined empty has nothing to restore
+		if err := m.rep.Restore(snap.GetMetadata().GetIndex(), snap.GetData()); err != nil {
+			m.w.fail("apply", "member %d restore: %v", m.id, err)
+		}
+		m.w.chk.restored(m)
+	}
 	rn, err := raft.NewRawNode(consensus.RaftConfig(m.id, electionTicks, 1, m.storage, m.applied, silentRaft))
 	if err != nil {
 		panic(err)
@@ -146,6 +151,22 @@ func (m *member) restart() {
 	m.rn = rn
 	m.w.tracef("member %d started (applied %d)", m.id, m.applied)
 	m.process()
+}
+
+// inEnsemble: the member is a voter as far as the run knows (not removed,
+// and its addition, if any, applied somewhere).
+func (m *member) inEnsemble() bool { return !m.removed && !m.outside }
+
+// remove stops a member the ensemble removed; it never comes back.
+func (m *member) remove() {
+	if m.removed {
+		return
+	}
+	m.w.tracef("member %d removed from the ensemble, stopping", m.id)
+	if m.up {
+		m.crash()
+	}
+	m.removed = true
 }
 
 func (m *member) crash() {
@@ -281,6 +302,18 @@ func (m *member) applyEntry(e *pb.Entry) {
 		var cc pb.ConfChange
 		if err := proto.Unmarshal(e.GetData(), &cc); err == nil {
 			m.confState = m.rn.ApplyConfChange(&cc)
+			// As the consensus node: snapshot after a conf change, so a
+			// member that joins empty gets a snapshot that names it.
+			m.snapNow = true
+			m.w.tracef("member %d applied conf change %v %d: voters %v", m.id, cc.GetType(), cc.GetNodeId(), m.confState.GetVoters())
+			// A removed member stops once its removal is applied by any
+			// member (the leader stops replicating to it, so it may never
+			// apply the entry itself; zkraft's peers then refuse it).
+			if id := cc.GetNodeId(); cc.GetType() == pb.ConfChangeRemoveNode && int(id) <= len(m.w.members) {
+				m.w.after(0, m.w.members[id-1].remove)
+			} else if cc.GetType() == pb.ConfChangeAddNode && int(id) <= len(m.w.members) {
+				m.w.members[id-1].outside = false
+			}
 		}
 	}
 	m.applied = e.GetIndex()
@@ -348,7 +381,7 @@ func (m *member) serveReads() {
 // (a new leader's empty entry), where the snapshot's zxid and raft index
 // differ.
 func (m *member) maybeCompact() {
-	due := m.applied >= m.lastSnap+compactEvery
+	due := m.applied >= m.lastSnap+compactEvery || m.snapNow
 	if !due && !(m.lastNoZxid && m.applied >= m.lastSnap+20 && m.w.chance(0.3)) {
 		return
 	}
@@ -360,7 +393,7 @@ func (m *member) maybeCompact() {
 	if _, err := m.storage.CreateSnapshot(m.applied, m.confState, data); err != nil {
 		return
 	}
-	m.lastSnap = m.applied
+	m.lastSnap, m.snapNow = m.applied, false
 	m.w.chk.stateHash(m, m.applied, data, "snapshot")
 	if m.applied > 50 {
 		_ = m.storage.Compact(m.applied - 50)

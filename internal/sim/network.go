@@ -5,6 +5,7 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // network carries raft messages and liveness reports between members. A
@@ -20,9 +21,9 @@ type network struct {
 
 func newNetwork(w *world) *network {
 	n := &network{w: w, maxDelay: 10 * time.Millisecond}
-	n.cut = make([][]bool, w.cfg.Members)
+	n.cut = make([][]bool, w.cfg.Members+maxAdded)
 	for i := range n.cut {
-		n.cut[i] = make([]bool, w.cfg.Members)
+		n.cut[i] = make([]bool, w.cfg.Members+maxAdded)
 	}
 	return n
 }
@@ -86,14 +87,18 @@ func (w *world) injectFault() {
 	w.net.maxDelay = w.between(2*time.Millisecond, 30*time.Millisecond)
 	n := len(w.members)
 	m := w.members[w.rng.IntN(n)]
-	k := w.rng.IntN(8)
+	if !m.inEnsemble() {
+		w.after(w.between(300*time.Millisecond, 2*time.Second), w.injectFault)
+		return
+	}
+	k := w.rng.IntN(9)
 	switch w.profile {
 	case profileMembers:
-		k = []int{0, 1, 2, 3, 7}[w.rng.IntN(5)]
+		k = []int{0, 1, 2, 3, 7, 8}[w.rng.IntN(6)]
 	case profileClients:
 		k = 4 + w.rng.IntN(3)
 	case profileLeader:
-		k = []int{0, 1, 2, 7, 7, 7}[w.rng.IntN(6)]
+		k = 7
 	}
 	switch k {
 	case 0: // crash and restart
@@ -136,19 +141,25 @@ func (w *world) injectFault() {
 					}
 				}
 				l.pause()
-				pause := w.between(700*time.Millisecond, 1300*time.Millisecond)
+				pause := w.between(1500*time.Millisecond, 2500*time.Millisecond)
 				w.after(pause, l.resume)
-				w.after(pause+w.between(100*time.Millisecond, 600*time.Millisecond), w.healLinks)
+				w.after(pause+w.between(200*time.Millisecond, 900*time.Millisecond), w.healLinks)
 				break
 			}
 		}
+	case 8: // reconfig: remove a voter (perhaps the leader), or add a new member
+		w.reconfigure()
 	case 6: // a client's connection breaks: it reattaches to a member
 		c := w.clients[w.rng.IntN(len(w.clients))]
 		if c.connID != 0 && !c.paused {
 			c.disconnect("connection broken")
 		}
 	}
-	w.after(w.between(300*time.Millisecond, 2*time.Second), w.injectFault)
+	next := w.between(300*time.Millisecond, 2*time.Second)
+	if w.profile == profileLeader {
+		next = w.between(2*time.Second, 4*time.Second) // one paused leader at a time
+	}
+	w.after(next, w.injectFault)
 }
 
 // Fault profiles: each seed draws one, so some runs are dominated by member
@@ -160,6 +171,43 @@ const (
 	profileLeader
 	profileCount
 )
+
+// maxAdded bounds the members reconfig adds in one run.
+const maxAdded = 8
+
+// reconfigure proposes one membership change through the leader: with fewer
+// voters than configured it adds a new, empty member (it catches up from a
+// snapshot), otherwise it removes a random voter, the leader included.
+func (w *world) reconfigure() {
+	var leader *member
+	for _, m := range w.members {
+		if m.up && !m.paused && m.isLeader {
+			leader = m
+		}
+	}
+	if leader == nil {
+		return
+	}
+	voters := leader.confState.GetVoters()
+	if len(voters) >= w.cfg.Members {
+		id := voters[w.rng.IntN(len(voters))]
+		w.tracef("reconfig: remove member %d (leader %d)", id, leader.id)
+		_ = leader.rn.ProposeConfChange(&pb.ConfChange{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: proto.Uint64(id)})
+		leader.process()
+		return
+	}
+	if len(w.members) >= w.cfg.Members+maxAdded {
+		return
+	}
+	id := uint64(len(w.members) + 1)
+	w.tracef("reconfig: add member %d (leader %d)", id, leader.id)
+	m := &member{w: w, idx: len(w.members), id: id, storage: raft.NewMemoryStorage(), confState: &pb.ConfState{}, outside: true}
+	w.members = append(w.members, m)
+	m.restart()
+	m.scheduleTick()
+	_ = leader.rn.ProposeConfChange(&pb.ConfChange{Type: pb.ConfChangeAddNode.Enum(), NodeId: proto.Uint64(id)})
+	leader.process()
+}
 
 func (w *world) healLinks() {
 	for i := range w.net.cut {

@@ -55,8 +55,8 @@ const (
 	sessionTimeout  = 6000 * time.Millisecond
 	trackerTickMs   = 200
 	pingEvery       = 500 * time.Millisecond
-	clientSilence   = 1500 * time.Millisecond // a client with no answer for this long reconnects
-	requestTimeout  = 2000 * time.Millisecond
+	clientSilence   = sessionTimeout * 2 / 3 // a client with no answer for this long reconnects (ZooKeeper's read timeout)
+	requestTimeout  = sessionTimeout * 2 / 3
 	expiryEvery     = 100 * time.Millisecond
 	livenessEvery   = 100 * time.Millisecond
 	compactEvery    = 300 // applied entries between snapshots
