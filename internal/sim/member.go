@@ -50,6 +50,7 @@ type member struct {
 	lastSnap   uint64
 	lastNoZxid bool // the last applied entry was not a zkraft entry
 	snapNow    bool // snapshot at the next chance (after a conf change)
+	tornCrash  bool // crash in the middle of the next write of entries
 }
 
 // mconn is a client connection as a member sees it.
@@ -126,7 +127,7 @@ func (m *member) restart() {
 		return
 	}
 	m.incarnation++
-	m.up, m.paused, m.backlog = true, false, nil
+	m.up, m.paused, m.backlog, m.tornCrash = true, false, nil, false
 	m.tracker = session.NewTracker(clock{m.w}, trackerTickMs)
 	m.rep = server.NewReplica(znode.Options{}, m, zerolog.Nop())
 	m.pending = map[uint64]func(server.Applied, bool){}
@@ -218,8 +219,12 @@ func (m *member) scheduleTick() {
 		m.rn.Tick()
 		m.process()
 		// Expiry decisions and liveness reports run every tick here.
-		m.expiryRound()
-		m.reportLiveness()
+		if m.up {
+			m.expiryRound()
+		}
+		if m.up {
+			m.reportLiveness()
+		}
 	})
 }
 
@@ -251,6 +256,20 @@ func (m *member) process() {
 			for _, c := range m.sortedConns() {
 				m.closeConn(c)
 			}
+		}
+		if m.tornCrash && len(rd.Entries) > 0 {
+			// The process dies in the middle of this write: a prefix of
+			// the entries reached the disk, the hard state did not, and
+			// nothing was sent.
+			keep := m.w.rng.IntN(len(rd.Entries))
+			if err := m.storage.Append(rd.Entries[:keep]); err != nil {
+				panic(err)
+			}
+			m.w.tracef("member %d crashed writing %d entries (%d reached the disk)", m.id, len(rd.Entries), keep)
+			m.tornCrash = false
+			m.crash()
+			m.w.after(m.w.between(300*time.Millisecond, 3*time.Second), m.restart)
+			return
 		}
 		if err := m.storage.Append(rd.Entries); err != nil {
 			panic(err)
@@ -448,6 +467,12 @@ func (m *member) propose(p *server.Proposal, done func(server.Applied, bool)) {
 	p.Proposer = m.id
 	p.ReqID = uint64(m.incarnation)<<40 | m.reqCount
 	p.TimeMs = clock{m.w}.Now().UnixMilli()
+	if !m.up || m.rn == nil {
+		if done != nil {
+			done(server.Applied{}, false)
+		}
+		return
+	}
 	if err := m.rn.Propose(p.Encode()); err != nil {
 		if done != nil {
 			done(server.Applied{}, false)
@@ -622,8 +647,10 @@ func (m *member) handle(c *client, r *request) {
 			}
 			reply(resp)
 		}})
-		m.rn.ReadIndex([]byte(rctx))
-		m.process()
+		if m.up {
+			m.rn.ReadIndex([]byte(rctx))
+			m.process()
+		}
 	case reqWrite:
 		conn.seq++
 		m.propose(&server.Proposal{SessionID: conn.session, ConnID: conn.id, Seq: conn.seq, Type: r.op, Body: r.body},

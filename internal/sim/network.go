@@ -91,10 +91,10 @@ func (w *world) injectFault() {
 		w.after(w.between(300*time.Millisecond, 2*time.Second), w.injectFault)
 		return
 	}
-	k := w.rng.IntN(9)
+	k := w.rng.IntN(10)
 	switch w.profile {
 	case profileMembers:
-		k = []int{0, 1, 2, 3, 7, 8}[w.rng.IntN(6)]
+		k = []int{0, 1, 2, 3, 7, 8, 9}[w.rng.IntN(7)]
 	case profileClients:
 		k = 4 + w.rng.IntN(3)
 	case profileLeader:
@@ -149,6 +149,10 @@ func (w *world) injectFault() {
 		}
 	case 8: // reconfig: remove a voter (perhaps the leader), or add a new member
 		w.reconfigure()
+	case 9: // crash during the next disk write (torn write)
+		if m.up && !m.paused {
+			m.tornCrash = true
+		}
 	case 6: // a client's connection breaks: it reattaches to a member
 		c := w.clients[w.rng.IntN(len(w.clients))]
 		if c.connID != 0 && !c.paused {
