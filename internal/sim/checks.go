@@ -3,8 +3,10 @@ package sim
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math"
+	"strings"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -23,7 +25,13 @@ const (
 	chkZxid     = "zxid"
 	chkExpiry   = "live-session-expired"
 	chkProgress = "progress"
+	chkEphemral = "ephemeral-lifetime"
 )
+
+// ephemeralBound is how long after its timeout a dead client's session may
+// take to expire and its ephemerals to go: the tracker's deadline rounding,
+// the expiry round, the commit, with no fault running.
+const ephemeralBound = 2 * time.Second
 
 // checks gathers what the checkers need while the run goes, and checks what
 // it can at once.
@@ -48,6 +56,19 @@ type checks struct {
 	increments int64
 
 	history []check.RegisterOp
+
+	// the client that died after the faults stopped
+	dead      *client
+	deadSess  int64
+	deadHeard time.Duration // its last answer
+	deadGone  time.Duration // when its session's expiry applied (0: not yet)
+
+	lastElection           time.Duration // the last time a member became leader
+	lastElectionBeforeGone time.Duration
+}
+
+func (k *checks) died(c *client) {
+	k.dead, k.deadSess, k.deadHeard = c, c.sess, c.lastHeard
 }
 
 type reqKey struct {
@@ -111,6 +132,10 @@ func (k *checks) appliedResult(m *member, a server.Applied) {
 	}
 	if a.Type == server.ProposalExpireSession && a.Err == 0 && !k.expiryDone[a.Zxid] {
 		k.expiryDone[a.Zxid] = true
+		if k.dead != nil && a.SessionID == k.deadSess && k.deadGone == 0 {
+			k.lastElectionBeforeGone = k.lastElection
+			k.deadGone = k.w.now
+		}
 		k.w.tracef("session %#x expired at zxid %#x", a.SessionID, a.Zxid)
 		for _, c := range k.w.clients {
 			// A session is expired only after its timeout without a
@@ -234,12 +259,34 @@ func (k *checks) final() {
 			w.fail(chkReplicas, "member %d state differs from member %d at index %d", m.id, refMember.id, m.applied)
 		}
 	}
+	// The dead client's session expired, with its ephemerals, in time.
+	if k.dead != nil && k.deadSess != 0 {
+		// A new leader gives every session a fresh timeout.
+		limit := max(k.deadHeard, k.lastElectionBeforeGone) + sessionTimeout + ephemeralBound
+		var lockNodes []string
+		children, _ := finalRep.rep.GetChildren(lockPath)
+		for _, ch := range children {
+			if strings.HasPrefix(ch, fmt.Sprintf("c%d-%x-", k.dead.idx, k.deadSess)) {
+				lockNodes = append(lockNodes, ch)
+			}
+		}
+		switch {
+		case k.deadGone == 0 && finalRep.rep.HasSession(k.deadSess) && w.now > max(k.deadHeard, k.lastElection)+sessionTimeout+ephemeralBound:
+			w.fail(chkEphemral, "session %#x of client %d, dead since %v, still live at the end (%d lock nodes)",
+				k.deadSess, k.dead.idx, k.deadHeard, len(lockNodes))
+		case k.deadGone > limit:
+			w.fail(chkEphemral, "session %#x of client %d, last answered at %v, expired only at %v (bound %v)",
+				k.deadSess, k.dead.idx, k.deadHeard, k.deadGone, limit)
+		case len(lockNodes) > 0:
+			w.fail(chkEphemral, "lock node %s of expired session %#x still present", lockNodes[0], k.deadSess)
+		}
+	}
 	// Progress once faults stopped: every client got an answer late in the
 	// run, and every member caught up.
 	if w.cfg.Duration-k.healedAt >= 8*time.Second {
 		since := k.healedAt + 6*time.Second
 		for _, c := range w.clients {
-			if c.lastOK < since {
+			if c.lastOK < since && !c.dead {
 				w.fail(chkProgress, "client %d completed no operation after %v (faults stopped at %v)", c.idx, since, k.healedAt)
 				break
 			}

@@ -54,6 +54,7 @@ type client struct {
 	lastOK    time.Duration // last successful operation
 	lastZxid  int64         // highest zxid seen on the current session
 	lastVer   int32         // version of /r last seen
+	dead      bool          // stopped for good
 	upAt      time.Duration // delivery time of the last message to the member
 	downAt    time.Duration // and from it
 	writes    int
@@ -191,8 +192,20 @@ func (c *client) pauseUntilExpiry() {
 	})
 }
 
+// die stops the client for good, as a killed process: no close, no more
+// pings. Its session is left to expire.
+func (c *client) die() {
+	if c.paused || c.dead {
+		return
+	}
+	c.w.tracef("client %d dies (session %#x)", c.idx, c.sess)
+	c.pause(time.Hour)
+	c.dead = true
+	c.w.chk.died(c)
+}
+
 func (c *client) resume() {
-	if !c.paused {
+	if !c.paused || c.dead {
 		return
 	}
 	c.paused = false

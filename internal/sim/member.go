@@ -352,6 +352,7 @@ func (m *member) softState(ss *raft.SoftState) {
 		// As the server: a new leader gives every session a fresh timeout.
 		m.tracker.ResetAll(m.rep.Sessions())
 		m.term = m.rn.BasicStatus().GetTerm()
+		m.w.chk.lastElection = m.w.now
 		m.w.tracef("member %d leader in term %d", m.id, m.term)
 	}
 	m.isLeader = isLeader

@@ -238,4 +238,11 @@ func (w *world) heal() {
 		}
 	}
 	w.chk.healedAt = w.now
+	// One client dies for good once the faults stop: its session must
+	// expire, and its ephemerals go, within the timeout plus a detection
+	// bound (checks.final).
+	if len(w.clients) > 1 && w.cfg.Duration+drainTime-w.now >= sessionTimeout+ephemeralBound+2*time.Second {
+		c := w.clients[w.rng.IntN(len(w.clients))]
+		w.after(w.between(0, 500*time.Millisecond), c.die)
+	}
 }
