@@ -143,9 +143,9 @@ func (k *checks) appliedResult(m *member, a server.Applied) {
 			// a little later than the leader's last touch (liveness
 			// reports are periodic, a cut-off member answers until it
 			// notices), never by half the timeout.
-			if c.sess == a.SessionID && c.lastHeard > 0 && k.w.now-c.lastHeard < sessionTimeout/2 {
-				k.w.fail(chkExpiry, "session %#x of client %d expired at %v, %v after its client's last answer",
-					a.SessionID, c.idx, k.w.now, k.w.now-c.lastHeard)
+			if c.sess == a.SessionID && c.lastQuorum > 0 && k.w.now-c.lastQuorum < sessionTimeout/2 {
+				k.w.fail(chkExpiry, "session %#x of client %d expired at %v, %v after its client's last answer from a member in touch with the leader",
+					a.SessionID, c.idx, k.w.now, k.w.now-c.lastQuorum)
 			}
 		}
 	}

@@ -38,28 +38,29 @@ const (
 // register workload (recorded for the linearizability check) and a
 // Curator-style lock (ephemeral-sequential node, lowest holds).
 type client struct {
-	w         *world
-	idx       int
-	member    int
-	connID    uint64
-	connected bool
-	epoch     int // grows at every disconnect: stale timers do nothing
-	paused    bool
-	sess      int64
-	sessGen   int
-	xid       uint64
-	pingXid   uint64
-	inflight  *call
-	lastHeard time.Duration // last answer on the current session
-	lastOK    time.Duration // last successful operation
-	lastZxid  int64         // highest zxid seen on the current session
-	lastVer   int32         // version of /r last seen
-	dead      bool          // stopped for good
-	upAt      time.Duration // delivery time of the last message to the member
-	downAt    time.Duration // and from it
-	writes    int
-	lock      lockState
-	lockNode  string
+	w          *world
+	idx        int
+	member     int
+	connID     uint64
+	connected  bool
+	epoch      int // grows at every disconnect: stale timers do nothing
+	paused     bool
+	sess       int64
+	sessGen    int
+	xid        uint64
+	pingXid    uint64
+	inflight   *call
+	lastHeard  time.Duration // last answer on the current session
+	lastOK     time.Duration // last successful operation
+	lastZxid   int64         // highest zxid seen on the current session
+	lastVer    int32         // version of /r last seen
+	dead       bool          // stopped for good
+	lastQuorum time.Duration // last answer from a member in touch with the leader
+	upAt       time.Duration // delivery time of the last message to the member
+	downAt     time.Duration // and from it
+	writes     int
+	lock       lockState
+	lockNode   string
 }
 
 func newClient(w *world, idx int) *client { return &client{w: w, idx: idx, member: -1} }
@@ -96,6 +97,9 @@ func (c *client) fifo(last *time.Duration) time.Duration {
 func (c *client) receive(resp response) {
 	if c.paused || resp.connID != c.connID {
 		return
+	}
+	if resp.withQuorum {
+		c.lastQuorum = c.w.now
 	}
 	if resp.xid == c.pingXid {
 		c.lastHeard = c.w.now

@@ -564,20 +564,38 @@ type request struct {
 }
 
 type response struct {
-	connID   uint64
-	xid      uint64
-	err      int32
-	zxid     int64
-	data     []byte
-	stat     jute.Stat
-	children []string
-	path     string
+	// withQuorum: the answering member was in touch with the running
+	// leader (the simulator's view), so the session's liveness counts.
+	withQuorum bool
+	connID     uint64
+	xid        uint64
+	err        int32
+	zxid       int64
+	data       []byte
+	stat       jute.Stat
+	children   []string
+	path       string
+}
+
+// inTouchWithLeader is what the simulator knows and a member cannot: the
+// member's leader is the running leader and the links between them work, so
+// the liveness this member records reaches the leader.
+func (m *member) inTouchWithLeader() bool {
+	if m.lead == 0 || int(m.lead) > len(m.w.members) {
+		return false
+	}
+	l := m.w.members[m.lead-1]
+	if !l.up || l.paused || !l.isLeader {
+		return false
+	}
+	return l == m || (!m.w.net.cut[m.idx][l.idx] && !m.w.net.cut[l.idx][m.idx])
 }
 
 // handle serves one client request that arrived at the member.
 func (m *member) handle(c *client, r *request) {
 	reply := func(resp response) {
 		resp.connID, resp.xid = r.connID, r.xid
+		resp.withQuorum = m.inTouchWithLeader()
 		m.w.after(c.fifo(&c.downAt), func() { c.receive(resp) })
 	}
 	if m.lead == 0 {
