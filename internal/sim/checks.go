@@ -60,7 +60,7 @@ type checks struct {
 	// the client that died after the faults stopped
 	dead      *client
 	deadSess  int64
-	deadHeard time.Duration // its last answer
+	deadHeard time.Duration // its last request or answer
 	deadGone  time.Duration // when its session's expiry applied (0: not yet)
 
 	lastElection           time.Duration // the last time a member became leader
@@ -68,7 +68,9 @@ type checks struct {
 }
 
 func (k *checks) died(c *client) {
-	k.dead, k.deadSess, k.deadHeard = c, c.sess, c.lastHeard
+	// Its last request (a ping, an attach) can touch the session after
+	// its last answer.
+	k.dead, k.deadSess, k.deadHeard = c, c.sess, max(c.lastHeard, c.lastSent)
 }
 
 type reqKey struct {
@@ -261,8 +263,10 @@ func (k *checks) final() {
 	}
 	// The dead client's session expired, with its ephemerals, in time.
 	if k.dead != nil && k.deadSess != 0 {
-		// A new leader gives every session a fresh timeout.
-		limit := max(k.deadHeard, k.lastElectionBeforeGone) + sessionTimeout + ephemeralBound
+		// A new leader gives every session a fresh timeout, and a request
+		// sent before the faults stopped can touch the session as late as
+		// the resume of the paused member holding it.
+		limit := max(k.deadHeard, k.lastElectionBeforeGone, k.healedAt) + sessionTimeout + ephemeralBound
 		var lockNodes []string
 		children, _ := finalRep.rep.GetChildren(lockPath)
 		for _, ch := range children {
@@ -271,11 +275,11 @@ func (k *checks) final() {
 			}
 		}
 		switch {
-		case k.deadGone == 0 && finalRep.rep.HasSession(k.deadSess) && w.now > max(k.deadHeard, k.lastElection)+sessionTimeout+ephemeralBound:
+		case k.deadGone == 0 && finalRep.rep.HasSession(k.deadSess) && w.now > max(k.deadHeard, k.lastElection, k.healedAt)+sessionTimeout+ephemeralBound:
 			w.fail(chkEphemral, "session %#x of client %d, dead since %v, still live at the end (%d lock nodes)",
 				k.deadSess, k.dead.idx, k.deadHeard, len(lockNodes))
 		case k.deadGone > limit:
-			w.fail(chkEphemral, "session %#x of client %d, last answered at %v, expired only at %v (bound %v)",
+			w.fail(chkEphemral, "session %#x of client %d, last request or answer at %v, expired only at %v (bound %v)",
 				k.deadSess, k.dead.idx, k.deadHeard, k.deadGone, limit)
 		case len(lockNodes) > 0:
 			w.fail(chkEphemral, "lock node %s of expired session %#x still present", lockNodes[0], k.deadSess)

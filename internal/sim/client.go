@@ -55,6 +55,7 @@ type client struct {
 	lastZxid   int64         // highest zxid seen on the current session
 	lastVer    int32         // version of /r last seen
 	dead       bool          // stopped for good
+	lastSent   time.Duration // last request or ping sent (it may touch the session)
 	lastQuorum time.Duration // last answer from a member in touch with the leader
 	upAt       time.Duration // delivery time of the last message to the member
 	downAt     time.Duration // and from it
@@ -80,6 +81,7 @@ func (c *client) send(r *request, onReply func(response), onLost func()) {
 }
 
 func (c *client) post(r *request) {
+	c.lastSent = c.w.now
 	m := c.w.members[c.member]
 	c.w.after(c.fifo(&c.upAt), func() {
 		m.deliver(func() { m.handle(c, r) })
