@@ -230,6 +230,7 @@ func (w *world) heal() {
 	w.healLinks()
 	w.net.dropP, w.net.dupP, w.net.maxDelay = 0, 0, 5*time.Millisecond
 	for _, m := range w.members {
+		m.tornCrash = false // an armed torn write does not fire after the faults
 		if !m.up {
 			m.restart()
 		}
