@@ -15,9 +15,11 @@
 //     reader seeded from the same PRNG for the duration of the run (so Run
 //     must not be called concurrently, and nothing else in the process may
 //     rely on crypto/rand meanwhile).
-//   - Faults (crashes, pauses, partitions, message loss, duplication and
-//     reordering, client pauses) happen only in the first 70% of the
-//     simulated duration; the rest is fault-free so progress can be checked.
+//   - Faults (crashes, torn writes, pauses, partitions, message loss,
+//     duplication and reordering, reconfig, client pauses and broken client
+//     connections) happen only in the first 70% of the simulated duration;
+//     the rest is fault-free, but for one client that dies for good, so
+//     progress and the end of its session can be checked.
 package sim
 
 import (
