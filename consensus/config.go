@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.etcd.io/raft/v3"
+
+	"github.com/zkraft/zkraft/internal/mutation"
 )
 
 // Defaults applied by Start to zero-valued Config fields.
@@ -111,4 +114,33 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("config: %d peers (join=%v) need a Transport", len(c.Peers), c.Join)
 	}
 	return c, nil
+}
+
+// RaftConfig is the raft configuration every zkraft member runs with: check
+// quorum and pre-vote on, a removed leader steps down, and zkraft's message
+// and inflight limits. It is exported for tools that drive raft themselves
+// (the deterministic simulator) so that they run the same protocol options.
+func RaftConfig(id uint64, electionTicks, heartbeatTicks int, storage raft.Storage, applied uint64, logger raft.Logger) *raft.Config {
+	c := &raft.Config{
+		ID:                        id,
+		ElectionTick:              electionTicks,
+		HeartbeatTick:             heartbeatTicks,
+		Storage:                   storage,
+		Applied:                   applied,
+		MaxSizePerMsg:             maxSizePerMsg,
+		MaxCommittedSizePerReady:  maxSizePerMsg,
+		MaxUncommittedEntriesSize: maxUncommittedBytes,
+		MaxInflightMsgs:           maxInflightMsgs,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		StepDownOnRemoval:         true,
+		Logger:                    logger,
+	}
+	if mutation.Enabled(mutation.LeaseReads) {
+		// Known wrong: leadership is assumed from the election timeout
+		// instead of confirmed by a quorum round, which a paused or cut-off
+		// leader gets wrong.
+		c.ReadOnlyOption = raft.ReadOnlyLeaseBased
+	}
+	return c
 }

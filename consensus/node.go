@@ -119,21 +119,7 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}
 
-	rc := &raft.Config{
-		ID:                        cfg.ID,
-		ElectionTick:              cfg.ElectionTicks,
-		HeartbeatTick:             cfg.HeartbeatTicks,
-		Storage:                   n.mem,
-		Applied:                   st.snapshot.GetIndex(),
-		MaxSizePerMsg:             maxSizePerMsg,
-		MaxCommittedSizePerReady:  maxSizePerMsg,
-		MaxUncommittedEntriesSize: maxUncommittedBytes,
-		MaxInflightMsgs:           maxInflightMsgs,
-		CheckQuorum:               true,
-		PreVote:                   true,
-		StepDownOnRemoval:         true,
-		Logger:                    newRaftLogger(n.lg),
-	}
+	rc := RaftConfig(cfg.ID, cfg.ElectionTicks, cfg.HeartbeatTicks, n.mem, st.snapshot.GetIndex(), newRaftLogger(n.lg))
 	if st.empty() && !cfg.Join {
 		peers := make([]raft.Peer, len(cfg.Peers))
 		for i, p := range cfg.Peers {

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/zkraft/zkraft/consensus"
+	"github.com/zkraft/zkraft/internal/mutation"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/session"
 	"github.com/zkraft/zkraft/znode"
@@ -489,7 +490,18 @@ func (s *Server) expiryLoop() {
 // again a close that was not applied after retryAfter. decided carries the
 // decisions from round to round. It returns the sessions it proposed.
 func (s *Server) expiryTick(now time.Time, decided map[int64]expiryDecision) []int64 {
-	if !s.leader.Load() {
+	retryAfter := 2 * time.Duration(s.cfg.ElectionTickMs*20) * time.Millisecond
+	return decideExpiries(s.leader.Load(), s.tracker, s.sm, now, retryAfter, decided, s.proposeExpiry, s.log)
+}
+
+// decideExpiries is one round of the expiry decision: on the leader, it
+// proposes (through propose) the expiry of every session the tracker reports
+// expired, and proposes again a close that was not applied after retryAfter.
+// decided carries the decisions from round to round. It returns the sessions
+// it proposed. A member that is not the leader decides nothing.
+func decideExpiries(isLeader bool, tracker *session.Tracker, sm *stateMachine, now time.Time, retryAfter time.Duration,
+	decided map[int64]expiryDecision, propose func(id int64, connID uint64), log zerolog.Logger) []int64 {
+	if !isLeader && !mutation.Enabled(mutation.FollowerExpiry) {
 		clear(decided)
 		return nil
 	}
@@ -497,24 +509,23 @@ func (s *Server) expiryTick(now time.Time, decided map[int64]expiryDecision) []i
 	// the table this long after it was marked closing is proposed again,
 	// with the fence of the first decision (a session that attached since
 	// then must not be expired by the retry).
-	retryAfter := 2 * time.Duration(s.cfg.ElectionTickMs*20) * time.Millisecond
 	var proposed []int64
 	closing := map[int64]bool{}
-	for _, id := range s.tracker.Closing() {
+	for _, id := range tracker.Closing() {
 		closing[id] = true
 		d, seen := decided[id]
 		if !seen {
 			// Marked closing by a client's own closeSession on this member.
-			decided[id] = expiryDecision{since: now, connID: s.sm.sessionConn(id)}
+			decided[id] = expiryDecision{since: now, connID: sm.sessionConn(id)}
 			continue
 		}
-		if _, live := s.sm.session(id); !live || now.Sub(d.since) < retryAfter {
+		if _, live := sm.session(id); !live || now.Sub(d.since) < retryAfter {
 			continue
 		}
 		d.since = now
 		decided[id] = d
-		s.log.Warn().Str("session", sessionHex(id)).Msg("session close not applied, proposing it again")
-		s.proposeExpiry(id, d.connID)
+		log.Warn().Str("session", sessionHex(id)).Msg("session close not applied, proposing it again")
+		propose(id, d.connID)
 		proposed = append(proposed, id)
 	}
 	for id := range decided {
@@ -522,7 +533,7 @@ func (s *Server) expiryTick(now time.Time, decided map[int64]expiryDecision) []i
 			delete(decided, id)
 		}
 	}
-	candidates := s.tracker.Expired()
+	candidates := tracker.Expired()
 	if len(candidates) == 0 {
 		return proposed
 	}
@@ -530,18 +541,18 @@ func (s *Server) expiryTick(now time.Time, decided map[int64]expiryDecision) []i
 	// touches the tracker before it changes the session's connection
 	// (stateMachine.Apply), so a session whose new connection is read here
 	// is not reported expired by the second look.
-	fences := s.sm.sessionConns(candidates)
+	fences := sm.sessionConns(candidates)
 	still := map[int64]bool{}
-	for _, id := range s.tracker.Expired() {
+	for _, id := range tracker.Expired() {
 		still[id] = true
 	}
 	for i, id := range candidates {
 		if !still[id] {
 			continue // touched meanwhile
 		}
-		s.tracker.SetClosing(id)
+		tracker.SetClosing(id)
 		decided[id] = expiryDecision{since: now, connID: fences[i]}
-		s.proposeExpiry(id, fences[i])
+		propose(id, fences[i])
 		proposed = append(proposed, id)
 	}
 	return proposed

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/zkraft/zkraft/internal/mutation"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/session"
 	"github.com/zkraft/zkraft/znode"
@@ -263,7 +264,7 @@ const errExpiryFenced = jute.ErrSessionMoved
 // the expiry applies, otherwise the error code of its refusal. term is the
 // raft term of the entry itself.
 func (sm *stateMachine) expiryFence(e *entry, sess session.Session, term uint64) int32 {
-	if len(e.Body) == 0 {
+	if len(e.Body) == 0 || mutation.Enabled(mutation.SkipExpiryFence) {
 		return 0 // written before the fence existed
 	}
 	var rec expireRecord
@@ -430,6 +431,9 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	sm.tree, sm.sessions, sm.order = tree, sessions, order
 	// Keep the snapshot's zxid, the one every peer reports at this point;
 	// storing index instead would put this member ahead of its peers.
+	if mutation.Enabled(mutation.RestoreRaftIndex) {
+		zxid = index
+	}
 	sm.lastZxid.Store(int64(zxid))
 	sm.mu.Unlock()
 	sm.hooks.stateReplaced()

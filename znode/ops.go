@@ -3,6 +3,7 @@ package znode
 import (
 	"fmt"
 
+	"github.com/zkraft/zkraft/internal/mutation"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -148,7 +149,7 @@ func (t *Tree) setDataOp(ctx *TxnContext, path string, data []byte, version int3
 	if !CheckACL(n.acl, jute.PermWrite, ctx.Auth) {
 		return jute.Stat{}, ev, jute.ErrNoAuth
 	}
-	if version != -1 && version != n.version {
+	if version != -1 && version != n.version && !mutation.Enabled(mutation.IgnoreSetVersion) {
 		return jute.Stat{}, ev, jute.ErrBadVersion
 	}
 	t.save(n)

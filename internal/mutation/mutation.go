@@ -1,0 +1,67 @@
+// Package mutation holds switches that turn on known-wrong behaviour in
+// production code paths, so that a checker (cmd/zksim) can prove it catches
+// real bugs. Every switch is off by default and only tools that test the
+// checkers turn one on; production code reads a switch with one atomic load.
+//
+// Invariant: with every switch off (the default), the code behaves exactly as
+// if this package did not exist.
+package mutation
+
+import (
+	"fmt"
+	"slices"
+	"sync/atomic"
+)
+
+// Name identifies one mutation.
+type Name string
+
+// The known mutations.
+const (
+	// SkipExpiryFence applies every expire entry, ignoring the fence of the
+	// deciding leader's term and the session's connection (server's
+	// stateMachine.expiryFence).
+	SkipExpiryFence Name = "skip-expiry-fence"
+	// FollowerExpiry lets a member that is not the leader decide and propose
+	// session expiries from its own tracker (server's expiry decision).
+	FollowerExpiry Name = "follower-expiry"
+	// IgnoreSetVersion makes setData ignore the expected version (znode).
+	IgnoreSetVersion Name = "ignore-set-version"
+	// RestoreRaftIndex makes a member restored from a snapshot report the
+	// snapshot's raft index as its last zxid instead of the snapshot's own
+	// zxid (issue 8 item 7; server's stateMachine.Restore).
+	RestoreRaftIndex Name = "restore-raft-index"
+	// LeaseReads answers ReadIndex (sync) from the leader's lease instead
+	// of a quorum round (consensus.RaftConfig's ReadOnlyOption).
+	LeaseReads Name = "lease-reads"
+)
+
+var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads}
+
+var on [5]atomic.Bool
+
+// All returns the names of the known mutations, in a fixed order.
+func All() []Name { return slices.Clone(all) }
+
+// Enabled reports whether mutation n is switched on.
+func Enabled(n Name) bool {
+	i := slices.Index(all, n)
+	return i >= 0 && on[i].Load()
+}
+
+// Set switches mutation n on or off.
+func Set(n Name, enabled bool) error {
+	i := slices.Index(all, n)
+	if i < 0 {
+		return fmt.Errorf("mutation: unknown name %q", n)
+	}
+	on[i].Store(enabled)
+	return nil
+}
+
+// Reset switches every mutation off.
+func Reset() {
+	for i := range on {
+		on[i].Store(false)
+	}
+}

@@ -1,0 +1,308 @@
+package sim
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/zkraft/zkraft/internal/check"
+	"github.com/zkraft/zkraft/server"
+)
+
+// Checker names, as printed.
+const (
+	chkLock     = "lock"
+	chkCounter  = "fenced-counter"
+	chkLost     = "acked-write-lost"
+	chkLog      = "log"
+	chkReplicas = "replicas"
+	chkZxid     = "zxid"
+	chkExpiry   = "live-session-expired"
+	chkProgress = "progress"
+	chkEphemral = "ephemeral-lifetime"
+)
+
+// ephemeralBound is how long after its timeout a dead client's session may
+// take to expire and its ephemerals to go: the tracker's deadline rounding,
+// the expiry round, the commit, with no fault running.
+const ephemeralBound = 2 * time.Second
+
+// checks gathers what the checkers need while the run goes, and checks what
+// it can at once.
+type checks struct {
+	w         *world
+	seedIndex uint64
+	healedAt  time.Duration
+
+	// log: the (proposer, request) of each applied index, as first applied.
+	logAt map[int64]reqKey
+	// replicas: hash of the state snapshot at sampled indexes.
+	stateAt map[uint64]uint64
+	// acked writes: zxid -> who proposed it, as the client was told.
+	ackedAt []ackedWrite
+	// expiry: indexes whose expiry was checked.
+	expiryDone map[int64]bool
+
+	// lock and fenced counter
+	holder     *client
+	counter    int64
+	maxToken   int64
+	increments int64
+
+	history []check.RegisterOp
+
+	// the client that died after the faults stopped
+	dead      *client
+	deadSess  int64
+	deadHeard time.Duration // its last request or answer
+	deadGone  time.Duration // when its session's expiry applied (0: not yet)
+
+	lastElection           time.Duration // the last time a member became leader
+	lastElectionBeforeGone time.Duration
+}
+
+func (k *checks) died(c *client) {
+	// Its last request (a ping, an attach) can touch the session after
+	// its last answer.
+	k.dead, k.deadSess, k.deadHeard = c, c.sess, max(c.lastHeard, c.lastSent)
+}
+
+type reqKey struct {
+	proposer, reqID uint64
+}
+
+type ackedWrite struct {
+	client int
+	zxid   int64
+}
+
+func newChecks(w *world) *checks {
+	return &checks{w: w, logAt: map[int64]reqKey{}, stateAt: map[uint64]uint64{}, expiryDone: map[int64]bool{}}
+}
+
+// applied runs after member m applied raft entry e.
+func (k *checks) applied(m *member, e *pb.Entry) {
+	idx := e.GetIndex()
+	if idx%25 != 0 {
+		return
+	}
+	data, err := m.rep.Snapshot()
+	if err != nil {
+		return
+	}
+	k.stateHash(m, idx, data, "apply")
+}
+
+// restored checks a member's state right after it was restored from a
+// snapshot.
+func (k *checks) restored(m *member) {
+	data, err := m.rep.Snapshot()
+	if err != nil {
+		k.w.fail(chkReplicas, "member %d cannot snapshot its restored state: %v", m.id, err)
+		return
+	}
+	k.stateHash(m, m.applied, data, "restore")
+}
+
+// stateHash compares a member's state snapshot at raft index idx with every
+// other state seen at that index.
+func (k *checks) stateHash(m *member, idx uint64, data []byte, how string) {
+	h := fnv.New64a()
+	h.Write(data)
+	sum := h.Sum64()
+	if prev, ok := k.stateAt[idx]; !ok {
+		k.stateAt[idx] = sum
+	} else if prev != sum {
+		k.w.fail(chkReplicas, "member %d state at index %d (after %s) differs from another member's at the same index", m.id, idx, how)
+	}
+}
+
+// appliedResult runs for each applied zkraft entry on member m.
+func (k *checks) appliedResult(m *member, a server.Applied) {
+	key := reqKey{a.Proposer, a.ReqID}
+	if prev, ok := k.logAt[a.Zxid]; !ok {
+		k.logAt[a.Zxid] = key
+	} else if prev != key {
+		k.w.fail(chkLog, "member %d applied proposal %d/%#x at zxid %#x, another member %d/%#x", m.id,
+			a.Proposer, a.ReqID, a.Zxid, prev.proposer, prev.reqID)
+	}
+	if a.Type == server.ProposalExpireSession && a.Err == 0 && !k.expiryDone[a.Zxid] {
+		k.expiryDone[a.Zxid] = true
+		if k.dead != nil && a.SessionID == k.deadSess && k.deadGone == 0 {
+			k.lastElectionBeforeGone = k.lastElection
+			k.deadGone = k.w.now
+		}
+		k.w.tracef("session %#x expired at zxid %#x", a.SessionID, a.Zxid)
+		for _, c := range k.w.clients {
+			// A session is expired only after its timeout without a
+			// touch reaching the leader; its client's last answer can be
+			// a little later than the leader's last touch (liveness
+			// reports are periodic, a cut-off member answers until it
+			// notices), never by half the timeout.
+			if c.sess == a.SessionID && c.lastQuorum > 0 && k.w.now-c.lastQuorum < sessionTimeout/2 {
+				k.w.fail(chkExpiry, "session %#x of client %d expired at %v, %v after its client's last answer from a member in touch with the leader",
+					a.SessionID, c.idx, k.w.now, k.w.now-c.lastQuorum)
+			}
+		}
+	}
+}
+
+func (k *checks) acked(c *client, zxid int64) {
+	k.ackedAt = append(k.ackedAt, ackedWrite{client: c.idx, zxid: zxid})
+}
+
+// lock and fenced counter
+
+func (k *checks) enter(c *client, token int64) {
+	if k.holder != nil && k.holder != c {
+		k.w.fail(chkLock, "client %d entered the critical section at %v while client %d held the lock", c.idx, k.w.now, k.holder.idx)
+	}
+	k.holder = c
+	k.w.tracef("client %d holds the lock (token %d)", c.idx, token)
+}
+
+func (k *checks) exit(c *client) {
+	if k.holder == c {
+		k.holder = nil
+		k.w.tracef("client %d released the lock", c.idx)
+	}
+}
+
+func (k *checks) fence(c *client, token int64) bool {
+	if token < k.maxToken {
+		k.w.fail(chkCounter, "client %d used token %d after token %d", c.idx, token, k.maxToken)
+		return false
+	}
+	k.maxToken = token
+	return true
+}
+
+func (k *checks) counterRead(c *client, token int64) (int64, bool) {
+	return k.counter, k.fence(c, token)
+}
+
+func (k *checks) counterWrite(c *client, token, v int64) {
+	if !k.fence(c, token) {
+		return
+	}
+	k.increments++
+	k.counter = v
+	if k.counter != k.increments {
+		k.w.fail(chkCounter, "counter %d after %d increments", k.counter, k.increments)
+	}
+}
+
+// register history, checked by internal/check
+
+// record adds one finished operation on the register to the history. A
+// client has one operation in flight, so each client's operations are
+// recorded in the order it issued them.
+func (k *checks) record(op check.RegisterOp) {
+	k.history = append(k.history, op)
+}
+
+// final runs the checks that need the whole run.
+func (k *checks) final() {
+	w := k.w
+	initial := map[string]check.Register{registerPath: {Exists: true}}
+	var finalRep *member
+	for _, m := range w.members {
+		if m.inEnsemble() && (finalRep == nil || m.applied > finalRep.applied) {
+			finalRep = m
+		}
+	}
+	data, st, ok := finalRep.rep.GetData(registerPath)
+	final := map[string]check.Register{registerPath: {Exists: ok, Data: string(data), Version: st.Version, Mzxid: st.Mzxid}}
+	for _, err := range []error{
+		check.Linearizable(k.history, check.LinearizableOptions{Initial: initial, Timeout: 20 * time.Second}),
+		check.SessionReads(k.history, initial),
+		check.NoLostWrites(k.history, final),
+	} {
+		var v *check.Violation
+		switch {
+		case err == nil:
+		case errors.As(err, &v):
+			w.fail(v.Checker, "%s", v.Detail)
+		default:
+			w.fail("history", "%v", err)
+		}
+	}
+	// Every acknowledged write is in the log at its zxid, and every member
+	// (all up after the faults) applied it.
+	var minApplied uint64 = math.MaxUint64
+	for _, m := range w.members {
+		if m.inEnsemble() {
+			minApplied = min(minApplied, m.applied)
+		}
+	}
+	for _, a := range k.ackedAt {
+		if uint64(a.zxid) > minApplied {
+			w.fail(chkLost, "write acknowledged to client %d at zxid %#x, a member applied only up to %#x", a.client, a.zxid, minApplied)
+			break
+		}
+	}
+	// Replicas at equal applied index hold the same state.
+	var ref []byte
+	var refMember *member
+	for _, m := range w.members {
+		if !m.inEnsemble() || (refMember != nil && m.applied != refMember.applied) {
+			continue
+		}
+		data, _ := m.rep.Snapshot()
+		if refMember == nil {
+			ref, refMember = data, m
+		} else if !bytes.Equal(ref, data) {
+			w.fail(chkReplicas, "member %d state differs from member %d at index %d", m.id, refMember.id, m.applied)
+		}
+	}
+	// The dead client's session expired, with its ephemerals, in time.
+	if k.dead != nil && k.deadSess != 0 {
+		// A new leader gives every session a fresh timeout, and a request
+		// sent before the faults stopped can touch the session as late as
+		// the resume of the paused member holding it.
+		limit := max(k.deadHeard, k.lastElectionBeforeGone, k.healedAt) + sessionTimeout + ephemeralBound
+		var lockNodes []string
+		children, _ := finalRep.rep.GetChildren(lockPath)
+		for _, ch := range children {
+			if strings.HasPrefix(ch, fmt.Sprintf("c%d-%x-", k.dead.idx, k.deadSess)) {
+				lockNodes = append(lockNodes, ch)
+			}
+		}
+		switch {
+		case k.deadGone == 0 && finalRep.rep.HasSession(k.deadSess) && w.now > max(k.deadHeard, k.lastElection, k.healedAt)+sessionTimeout+ephemeralBound:
+			w.fail(chkEphemral, "session %#x of client %d, dead since %v, still live at the end (%d lock nodes)",
+				k.deadSess, k.dead.idx, k.deadHeard, len(lockNodes))
+		case k.deadGone > limit:
+			w.fail(chkEphemral, "session %#x of client %d, last request or answer at %v, expired only at %v (bound %v)",
+				k.deadSess, k.dead.idx, k.deadHeard, k.deadGone, limit)
+		case len(lockNodes) > 0 && !finalRep.rep.HasSession(k.deadSess):
+			w.fail(chkEphemral, "lock node %s of expired session %#x still present", lockNodes[0], k.deadSess)
+		}
+	}
+	// Progress once faults stopped: every client got an answer late in the
+	// run, and every member caught up.
+	if w.cfg.Duration-k.healedAt >= 8*time.Second {
+		since := k.healedAt + 6*time.Second
+		for _, c := range w.clients {
+			if c.lastOK < since && !c.dead {
+				w.fail(chkProgress, "client %d completed no operation after %v (faults stopped at %v)", c.idx, since, k.healedAt)
+				break
+			}
+		}
+		var maxApplied uint64
+		for _, m := range w.members {
+			maxApplied = max(maxApplied, m.applied)
+		}
+		for _, m := range w.members {
+			if m.inEnsemble() && m.applied+50 < maxApplied {
+				w.fail(chkProgress, "member %d applied %d, another member %d", m.id, m.applied, maxApplied)
+			}
+		}
+	}
+}

@@ -1,0 +1,492 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zkraft/zkraft/internal/check"
+	"github.com/zkraft/zkraft/jute"
+)
+
+const (
+	registerPath = "/r"
+	lockPath     = "/lock"
+)
+
+// call is a client request waiting for its answer.
+type call struct {
+	xid     uint64
+	onReply func(response)
+	onLost  func() // connection lost or timed out before an answer
+}
+
+type lockState int
+
+const (
+	lockIdle     lockState = iota
+	lockCreating           // create of its node in flight
+	lockFinding            // does its node exist? (after an unknown create or a reconnect)
+	lockChecking           // waiting for its node to be first
+	lockHolding            // in the critical section
+)
+
+// client is one ZooKeeper client: one request at a time plus pings, a
+// session it reattaches to other members when its connection is lost, a
+// register workload (recorded for the linearizability check) and a
+// Curator-style lock (ephemeral-sequential node, lowest holds).
+type client struct {
+	w          *world
+	idx        int
+	member     int
+	connID     uint64
+	connected  bool
+	epoch      int // grows at every disconnect: stale timers do nothing
+	paused     bool
+	sess       int64
+	sessGen    int
+	xid        uint64
+	pingXid    uint64
+	inflight   *call
+	lastHeard  time.Duration // last answer on the current session
+	lastOK     time.Duration // last successful operation
+	lastZxid   int64         // highest zxid seen on the current session
+	lastVer    int32         // version of /r last seen
+	dead       bool          // stopped for good
+	lastSent   time.Duration // last request or ping sent (it may touch the session)
+	lastQuorum time.Duration // last answer from a member in touch with the leader
+	upAt       time.Duration // delivery time of the last message to the member
+	downAt     time.Duration // and from it
+	writes     int
+	lock       lockState
+	lockNode   string
+}
+
+func newClient(w *world, idx int) *client { return &client{w: w, idx: idx, member: -1} }
+
+func (c *client) send(r *request, onReply func(response), onLost func()) {
+	c.xid++
+	r.xid, r.connID, r.session = c.xid, c.connID, c.sess
+	cl := &call{xid: c.xid, onReply: onReply, onLost: onLost}
+	c.inflight = cl
+	c.post(r)
+	epoch := c.epoch
+	c.w.after(requestTimeout, func() {
+		if c.epoch == epoch && c.inflight == cl {
+			c.disconnect("request timeout")
+		}
+	})
+}
+
+func (c *client) post(r *request) {
+	c.lastSent = c.w.now
+	m := c.w.members[c.member]
+	c.w.after(c.fifo(&c.upAt), func() {
+		m.deliver(func() { m.handle(c, r) })
+	})
+}
+
+// fifo returns the delay of the next message on a client link, which keeps
+// its order (a TCP connection): never before the previous one.
+func (c *client) fifo(last *time.Duration) time.Duration {
+	at := max(c.w.now+c.w.between(200*time.Microsecond, 3*time.Millisecond), *last)
+	*last = at
+	return at - c.w.now
+}
+
+func (c *client) receive(resp response) {
+	if c.paused || resp.connID != c.connID {
+		return
+	}
+	if resp.withQuorum {
+		c.lastQuorum = c.w.now
+	}
+	if resp.xid == c.pingXid {
+		c.lastHeard = c.w.now
+		c.checkZxid(resp.zxid)
+		return
+	}
+	cl := c.inflight
+	if cl == nil || cl.xid != resp.xid {
+		return
+	}
+	c.inflight = nil
+	c.lastHeard = c.w.now
+	if resp.err == 0 {
+		c.checkZxid(resp.zxid)
+	}
+	cl.onReply(resp)
+}
+
+func (c *client) checkZxid(z int64) {
+	if z == 0 {
+		return
+	}
+	if z < c.lastZxid {
+		c.w.fail("zxid", "client %d session %#x saw zxid %#x after %#x", c.idx, c.sess, z, c.lastZxid)
+	}
+	c.lastZxid = max(c.lastZxid, z)
+}
+
+// connLost: the member closed the connection (or crashed).
+func (c *client) connLost(connID uint64) {
+	if connID == c.connID && !c.paused {
+		c.disconnect("connection closed")
+	}
+}
+
+func (c *client) disconnect(reason string) {
+	c.w.tracef("client %d disconnected from member %d: %s", c.idx, c.member+1, reason)
+	c.epoch++
+	c.connected = false
+	c.connID = 0
+	if c.lock == lockHolding {
+		c.w.chk.exit(c)
+	}
+	if c.lock != lockIdle {
+		c.lock = lockFinding
+	}
+	cl := c.inflight
+	c.inflight = nil
+	if cl != nil && cl.onLost != nil {
+		cl.onLost()
+	}
+	if !c.paused {
+		c.w.after(c.w.between(10*time.Millisecond, 100*time.Millisecond), c.reconnect)
+	}
+}
+
+// pause stops the client for d: it neither sends nor hears anything, as a
+// process stopped by a long GC. When it resumes it reconnects.
+func (c *client) pause(d time.Duration) {
+	if c.paused {
+		return
+	}
+	c.w.tracef("client %d paused for %v", c.idx, d)
+	c.paused = true
+	if c.connID != 0 || c.inflight != nil {
+		c.disconnect("paused")
+	}
+	if d < time.Hour {
+		c.w.after(d, c.resume)
+	}
+}
+
+// pauseUntilExpiry pauses the client and resumes it (the simulator knows
+// the leader's tracker) within a few tens of milliseconds of its session's
+// expiry deadline there: its reattach then races the expiry decision.
+func (c *client) pauseUntilExpiry() {
+	if c.paused || c.sess == 0 {
+		return
+	}
+	c.pause(time.Hour) // resumed below
+	sess := c.sess
+	c.w.after(sessionTimeout-time.Second, func() {
+		resumeIn := c.w.between(0, time.Second)
+		for _, m := range c.w.members {
+			if m.up && m.isLeader {
+				if d, ok := m.tracker.Deadline(sess); ok {
+					if left := d.Sub(clock{c.w}.Now()); left > 0 {
+						resumeIn = left + c.w.between(-40*time.Millisecond, 60*time.Millisecond)
+					}
+				}
+			}
+		}
+		c.w.after(max(resumeIn, 0), c.resume)
+	})
+}
+
+// die stops the client for good, as a killed process: no close, no more
+// pings. Its session is left to expire.
+func (c *client) die() {
+	if c.paused || c.dead {
+		return
+	}
+	c.w.tracef("client %d dies (session %#x)", c.idx, c.sess)
+	c.pause(time.Hour)
+	c.dead = true
+	c.w.chk.died(c)
+}
+
+func (c *client) resume() {
+	if !c.paused || c.dead {
+		return
+	}
+	c.paused = false
+	c.w.tracef("client %d resumed", c.idx)
+	c.reconnect()
+}
+
+func (c *client) reconnect() {
+	if c.paused || c.connID != 0 {
+		return
+	}
+	var live []int
+	for i, m := range c.w.members {
+		if m.inEnsemble() {
+			live = append(live, i)
+		}
+	}
+	c.member = live[c.w.rng.IntN(len(live))]
+	c.w.connCount++
+	c.connID = c.w.connCount
+	kind := reqAttach
+	if c.sess == 0 {
+		c.sessGen++
+		c.sess = int64(c.idx+1)<<32 | int64(c.sessGen)
+		c.lastZxid = 0
+		c.lock, c.lockNode = lockIdle, ""
+		kind = reqConnect
+	}
+	epoch := c.epoch
+	c.send(&request{kind: kind}, func(resp response) {
+		switch {
+		case resp.err == 0:
+			c.connected = true
+			c.w.tracef("client %d session %#x connected to member %d", c.idx, c.sess, c.member+1)
+			c.schedulePing(epoch)
+			c.next()
+		case resp.err == jute.ErrSessionExpired:
+			c.w.tracef("client %d session %#x expired", c.idx, c.sess)
+			c.sess = 0
+			c.disconnect("session expired")
+		default:
+			c.disconnect(fmt.Sprintf("connect error %d", resp.err))
+		}
+	}, nil)
+}
+
+func (c *client) schedulePing(epoch int) {
+	c.w.after(pingEvery, func() {
+		if c.epoch != epoch || !c.connected || c.paused {
+			return
+		}
+		if c.w.now-c.lastHeard > clientSilence {
+			c.disconnect("no answer from the member")
+			return
+		}
+		c.xid++
+		c.pingXid = c.xid
+		c.post(&request{kind: reqPing, xid: c.xid, connID: c.connID, session: c.sess})
+		c.schedulePing(epoch)
+	})
+}
+
+// next schedules the client's next step.
+func (c *client) next() {
+	epoch := c.epoch
+	c.w.after(c.w.between(time.Millisecond, 40*time.Millisecond), func() {
+		if c.epoch == epoch && c.connected && !c.paused && c.inflight == nil && !c.w.draining {
+			c.step()
+		}
+	})
+}
+
+func (c *client) ok() { c.lastOK = c.w.now }
+
+func (c *client) step() {
+	switch c.lock {
+	case lockFinding:
+		c.lockFind()
+		return
+	case lockChecking:
+		c.lockCheck()
+		return
+	case lockHolding, lockCreating:
+		return
+	}
+	switch k := c.w.rng.IntN(10); {
+	case k < 2:
+		c.lockStart()
+	case k < 4:
+		c.write(false)
+	case k < 6:
+		c.write(true)
+	case k < 9:
+		c.read(true)
+	default:
+		c.read(false)
+	}
+}
+
+// register workload
+
+func (c *client) write(conditional bool) {
+	c.writes++
+	val := fmt.Sprintf("c%d.%d", c.idx, c.writes)
+	version := int32(-1)
+	if conditional {
+		version = c.lastVer
+	}
+	op := check.RegisterOp{Client: c.idx, Path: registerPath, Kind: check.OpSet, Data: val, Version: version, Call: int64(c.w.now)}
+	body := jute.Marshal(&jute.SetDataRequest{Path: registerPath, Data: []byte(val), Version: version})
+	c.send(&request{kind: reqWrite, op: jute.OpSetData, body: body}, func(resp response) {
+		op.Return = int64(c.w.now)
+		switch resp.err {
+		case 0:
+			c.ok()
+			c.lastVer = resp.stat.Version
+			c.w.chk.acked(c, resp.zxid)
+			op.Status, op.RespVersion, op.RespMzxid = check.StatusOK, resp.stat.Version, resp.stat.Mzxid
+			c.w.chk.record(op)
+		case jute.ErrBadVersion:
+			c.ok()
+			op.Status = check.StatusBadVersion
+			c.w.chk.record(op)
+		}
+		c.next()
+	}, func() {
+		op.Status, op.Return = check.StatusUnknown, 0
+		c.w.chk.record(op)
+	})
+}
+
+// read reads the register, after a sync (a ReadIndex round) or not.
+func (c *client) read(sync bool) {
+	op := check.RegisterOp{Client: c.idx, Path: registerPath, Kind: check.OpGet, Linearizable: sync, Call: int64(c.w.now)}
+	kind := reqRead
+	if sync {
+		kind = reqSyncRead
+	}
+	c.send(&request{kind: kind, path: registerPath}, func(resp response) {
+		if resp.err == 0 {
+			c.ok()
+			c.lastVer = resp.stat.Version
+			op.Return, op.Status = int64(c.w.now), check.StatusOK
+			op.RespData, op.RespVersion, op.RespMzxid = string(resp.data), resp.stat.Version, resp.stat.Mzxid
+			c.w.chk.record(op)
+		}
+		c.next()
+	}, nil)
+}
+
+// lock recipe
+
+func (c *client) lockPrefix() string { return fmt.Sprintf("c%d-%x-", c.idx, c.sess) }
+
+func (c *client) lockStart() {
+	c.lock = lockCreating
+	body := jute.Marshal(&jute.CreateRequest{Path: lockPath + "/" + c.lockPrefix(), ACL: openACL, Flags: jute.FlagEphemeralSequential})
+	c.send(&request{kind: reqWrite, op: jute.OpCreate, body: body}, func(resp response) {
+		if resp.err == 0 {
+			c.ok()
+			c.lockNode = resp.path
+			c.lock = lockChecking
+		} else {
+			c.lock = lockIdle
+		}
+		c.next()
+	}, nil) // lost: disconnect sets lockFinding
+}
+
+func lockSeq(name string) int64 {
+	if len(name) < 10 {
+		return -1
+	}
+	n, err := strconv.ParseInt(name[len(name)-10:], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func sortLock(children []string) []string {
+	out := slices.Clone(children)
+	slices.SortFunc(out, func(a, b string) int {
+		if d := lockSeq(a) - lockSeq(b); d != 0 {
+			if d < 0 {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
+	return out
+}
+
+// lockFind looks for its own node after a reconnect or an unknown create
+// (Curator's protected mode: the name carries the session).
+func (c *client) lockFind() {
+	c.send(&request{kind: reqChildren, path: lockPath}, func(resp response) {
+		if resp.err != 0 {
+			c.next()
+			return
+		}
+		c.ok()
+		c.lock, c.lockNode = lockIdle, ""
+		for _, ch := range sortLock(resp.children) {
+			if strings.HasPrefix(ch, c.lockPrefix()) {
+				c.lock, c.lockNode = lockChecking, lockPath+"/"+ch
+				break
+			}
+		}
+		c.next()
+	}, nil)
+}
+
+func (c *client) lockCheck() {
+	c.send(&request{kind: reqChildren, path: lockPath}, func(resp response) {
+		if resp.err != 0 {
+			c.next()
+			return
+		}
+		c.ok()
+		sorted := sortLock(resp.children)
+		own := strings.TrimPrefix(c.lockNode, lockPath+"/")
+		switch {
+		case !slices.Contains(sorted, own):
+			c.w.tracef("client %d lock node %s gone", c.idx, own)
+			c.lock, c.lockNode = lockIdle, ""
+			c.next()
+		case sorted[0] == own:
+			c.hold(lockSeq(own))
+		default:
+			epoch := c.epoch
+			c.w.after(c.w.between(10*time.Millisecond, 80*time.Millisecond), func() {
+				if c.epoch == epoch && c.connected && !c.paused && c.inflight == nil {
+					c.lockCheck()
+				}
+			})
+		}
+	}, nil)
+}
+
+// hold runs the critical section: a read and a write of the fenced counter,
+// fenced by the lock node's sequence number, then releases the lock.
+func (c *client) hold(token int64) {
+	c.lock = lockHolding
+	c.w.chk.enter(c, token)
+	epoch := c.epoch
+	c.w.after(c.w.between(time.Millisecond, 20*time.Millisecond), func() {
+		if c.epoch != epoch || c.paused {
+			return
+		}
+		v, ok := c.w.chk.counterRead(c, token)
+		c.w.after(c.w.between(time.Millisecond, 20*time.Millisecond), func() {
+			if c.epoch != epoch || c.paused {
+				return
+			}
+			if ok {
+				c.w.chk.counterWrite(c, token, v+1)
+			}
+			c.w.chk.exit(c)
+			c.release()
+		})
+	})
+}
+
+func (c *client) release() {
+	c.lock = lockCreating // the delete is in flight
+	body := jute.Marshal(&jute.DeleteRequest{Path: c.lockNode, Version: -1})
+	c.send(&request{kind: reqWrite, op: jute.OpDelete, body: body}, func(resp response) {
+		if resp.err == 0 || resp.err == jute.ErrNoNode {
+			c.ok()
+			c.lock, c.lockNode = lockIdle, ""
+		} else {
+			c.lock = lockFinding
+		}
+		c.next()
+	}, nil)
+}

@@ -1,0 +1,158 @@
+package server
+
+import (
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/session"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// This file is the seam for tools that drive consensus themselves (the
+// deterministic simulator, cmd/zksim): the replicated state machine of one
+// member, the entries the request path proposes and the leader's expiry
+// decision, exactly as the server uses them. Nothing here is used by the
+// server itself; it only exposes the server's own code.
+
+// Replica is one member's replicated state (the data tree, the sessions and
+// the per-connection write order), applied by the server's own apply code.
+// It is not safe for concurrent use with its hooks: hooks run inside Apply
+// and Restore.
+type Replica struct {
+	sm      *stateMachine
+	hooks   ReplicaHooks
+	decided map[int64]expiryDecision
+}
+
+// Applied is the outcome of one applied entry, for the member that proposed
+// it (Proposer, ReqID as given in the Proposal).
+type Applied struct {
+	Proposer  uint64
+	ReqID     uint64
+	SessionID int64
+	Type      int32
+	Zxid      int64
+	Err       int32     // ZooKeeper error code, 0 on success
+	Path      string    // create: the created path
+	Stat      jute.Stat // create, setData: the node's stat after the write
+	Multi     []jute.MultiResult
+}
+
+// ReplicaHooks receives what a Replica's apply tells the server.
+type ReplicaHooks interface {
+	Applied(a Applied)
+	SessionCreated(s session.Session)
+	SessionClosed(id int64, expired bool)
+	// SessionTouched runs before an attach entry is applied.
+	SessionTouched(id int64)
+	ExpiryRefused(s session.Session)
+}
+
+type replicaHooks struct{ h ReplicaHooks }
+
+func (r replicaHooks) applied(e *entry, res applyResult) {
+	r.h.Applied(Applied{Proposer: e.Proposer, ReqID: e.ReqID, SessionID: e.SessionID, Type: e.Type, Zxid: res.Zxid,
+		Err: res.Err, Path: res.Res.Path, Stat: res.Res.Stat, Multi: res.Res.Multi})
+}
+func (r replicaHooks) sessionCreated(s session.Session)               { r.h.SessionCreated(s) }
+func (r replicaHooks) sessionClosed(id int64, expired bool, _ uint64) { r.h.SessionClosed(id, expired) }
+func (r replicaHooks) sessionTouched(id int64)                        { r.h.SessionTouched(id) }
+func (r replicaHooks) expiryRefused(s session.Session)                { r.h.ExpiryRefused(s) }
+func (r replicaHooks) configChanged([]byte)                           {}
+func (r replicaHooks) stateReplaced()                                 {}
+
+// NewReplica returns an empty replica whose apply reports to hooks.
+func NewReplica(opts znode.Options, hooks ReplicaHooks, log zerolog.Logger) *Replica {
+	return &Replica{
+		sm:      newStateMachine(opts, newWatchManager(), replicaHooks{hooks}, log),
+		hooks:   hooks,
+		decided: map[int64]expiryDecision{},
+	}
+}
+
+// Apply applies the raft entry data at index in term (consensus.StateMachine).
+func (r *Replica) Apply(index, term uint64, data []byte) error { return r.sm.Apply(index, term, data) }
+
+// Snapshot returns the replica's state as the server snapshots it.
+func (r *Replica) Snapshot() ([]byte, error) { return r.sm.Snapshot() }
+
+// Restore replaces the state with a snapshot taken at raft index.
+func (r *Replica) Restore(index uint64, data []byte) error { return r.sm.Restore(index, data) }
+
+// LastZxid is the zxid of the last applied entry.
+func (r *Replica) LastZxid() int64 { return r.sm.lastZxid.Load() }
+
+// Sessions returns the live sessions.
+func (r *Replica) Sessions() []session.Session {
+	r.sm.mu.RLock()
+	defer r.sm.mu.RUnlock()
+	return r.sm.sessions.All()
+}
+
+// HasSession reports whether session id is live.
+func (r *Replica) HasSession(id int64) bool { _, ok := r.sm.session(id); return ok }
+
+// GetData reads a node.
+func (r *Replica) GetData(path string) ([]byte, jute.Stat, bool) {
+	r.sm.mu.RLock()
+	defer r.sm.mu.RUnlock()
+	return r.sm.tree.GetData(path)
+}
+
+// GetChildren lists a node's children.
+func (r *Replica) GetChildren(path string) ([]string, bool) {
+	r.sm.mu.RLock()
+	defer r.sm.mu.RUnlock()
+	c, _, ok := r.sm.tree.GetChildren(path)
+	return c, ok
+}
+
+// DecideExpiries runs one round of the server's expiry decision (see
+// Server.expiryTick) on this replica's state and tracker; propose is called
+// for each session to expire with the fence's connection.
+func (r *Replica) DecideExpiries(isLeader bool, tracker *session.Tracker, now time.Time, retryAfter time.Duration,
+	propose func(id int64, connID uint64)) []int64 {
+	return decideExpiries(isLeader, tracker, r.sm, now, retryAfter, r.decided, propose, r.sm.log)
+}
+
+// Proposal is an entry as the server's request path builds it.
+type Proposal struct {
+	Proposer  uint64
+	ReqID     uint64
+	TimeMs    int64
+	SessionID int64
+	ConnID    uint64
+	Seq       uint64
+	Type      int32
+	Body      []byte
+}
+
+// Proposal types that are not client opcodes.
+const (
+	ProposalCreateSession = entryCreateSession
+	ProposalAttachSession = entryAttachSession
+	ProposalExpireSession = entryExpireSession
+	ProposalCloseSession  = entryCloseSession
+)
+
+// Encode returns the raft entry data of p.
+func (p *Proposal) Encode() []byte {
+	e := entry{Proposer: p.Proposer, ReqID: p.ReqID, Time: p.TimeMs, SessionID: p.SessionID, ConnID: p.ConnID,
+		Seq: p.Seq, Type: p.Type, Body: p.Body}
+	enc := jute.NewEncoder(make([]byte, 0, 64+len(p.Body)))
+	e.Encode(enc)
+	return enc.Bytes()
+}
+
+// CreateSessionBody is the body of a createSession proposal.
+func CreateSessionBody(id int64, timeoutMs int32, password []byte) []byte {
+	return jute.Marshal(&sessionRecord{ID: id, TimeoutMs: timeoutMs, Password: password})
+}
+
+// ExpireBody is the body of an expire proposal: the fence of a decision
+// taken in term while the session's connection was connID.
+func ExpireBody(term uint64, connID uint64) []byte {
+	return jute.Marshal(&expireRecord{Term: term, ConnID: connID})
+}
