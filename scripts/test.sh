@@ -20,6 +20,12 @@ fi
 echo "== unit tests"
 go test -race -count=1 -timeout 10m $(go list ./... | grep -v /compat-tests/)
 
+echo "== deterministic simulation: a fresh range of seeds each run (replay one: go run ./cmd/zksim -seed S -trace)"
+ZKSIM_SEEDS=${ZKSIM_SEEDS:-300}
+ZKSIM_FIRST=${ZKSIM_FIRST:-$(( (RANDOM << 15 | RANDOM) % 1000000000 + 1 ))}
+echo "zksim seeds $ZKSIM_FIRST..$(( ZKSIM_FIRST + ZKSIM_SEEDS - 1 ))"
+go run ./cmd/zksim -first "$ZKSIM_FIRST" -seeds "$ZKSIM_SEEDS"
+
 echo "== unit tests with znode.Check after every write (-tags invariants)"
 go test -tags invariants -count=1 -timeout 10m ./znode ./server
 
