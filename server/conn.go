@@ -37,6 +37,7 @@ type item struct {
 	build    func(c *conn, it *item) (frame []byte, closeAfter bool)
 	received time.Time
 	read     bool   // a read: later writes of the connection wait until it ran
+	sync     bool   // a sync: later writes wait until it was answered, as after a read
 	reqID    uint64 // the proposal a write waits for, so a timeout can drop its waiter
 }
 
@@ -59,8 +60,9 @@ type conn struct {
 	authIDs   atomic.Pointer[[]jute.Id] // copy-on-write; ip first, then added ids
 
 	items chan *item
-	// readsPending counts queued reads not yet run. A write is proposed only
-	// when it is zero, so a read sees exactly the writes sent before it.
+	// readsPending counts queued reads and syncs not yet answered. A write is
+	// proposed only when it is zero, so a read sees exactly the writes sent
+	// before it and a write sent after a sync is applied after it.
 	readsPending atomic.Int64
 	readsDone    chan struct{}
 	enc          *jute.Encoder // writer goroutine only
@@ -378,8 +380,14 @@ func (c *conn) readLoop(br *bufio.Reader) {
 	}
 }
 
-// waitReads blocks the reader until every read queued before now has run;
-// false if the connection closed meanwhile.
+// holdsWrites reports whether later writes of the connection must wait
+// until it was answered (waitReads): reads, so they see exactly the writes
+// sent before them, and syncs, so a write sent after a sync is applied
+// after it, as in ZooKeeper, and reply zxids never go backwards.
+func (it *item) holdsWrites() bool { return it.read || it.sync }
+
+// waitReads blocks the reader until every read and sync queued before now
+// was answered; false if the connection closed meanwhile.
 func (c *conn) waitReads() bool {
 	for c.readsPending.Load() > 0 {
 		select {
@@ -393,7 +401,7 @@ func (c *conn) waitReads() bool {
 
 // enqueue hands an item to the writer; false if the connection is closing.
 func (c *conn) enqueue(it *item) bool {
-	if it.read {
+	if it.holdsWrites() {
 		c.readsPending.Add(1)
 	}
 	it.received = time.Now()
@@ -403,7 +411,7 @@ func (c *conn) enqueue(it *item) bool {
 		return true
 	case <-c.done:
 		c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
-		if it.read {
+		if it.holdsWrites() {
 			c.readsPending.Add(-1)
 		}
 		return false
@@ -477,7 +485,7 @@ func (c *conn) answer(it *item) bool {
 	}
 	c.replyZxid = 0
 	frame, closeAfter := it.build(c, it)
-	if it.read && c.readsPending.Add(-1) == 0 {
+	if it.holdsWrites() && c.readsPending.Add(-1) == 0 {
 		select {
 		case c.readsDone <- struct{}{}:
 		default:

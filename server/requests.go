@@ -230,7 +230,7 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 	if jute.Unmarshal(body, &r) != nil {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
 	}
-	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
+	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout), sync: true}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 		defer cancel()
