@@ -37,7 +37,11 @@ type item struct {
 	build    func(c *conn, it *item) (frame []byte, closeAfter bool)
 	received time.Time
 	read     bool   // a read: later writes of the connection wait until it ran
-	sync     bool   // a sync: later writes wait until it was answered, as after a read
+	// holdWrites: later writes of the connection wait until it was answered,
+	// as after a read. Set on every item whose reply zxid is read when it is
+	// built (syncs, replies refused before proposing) or is not known when
+	// later writes arrive (reconfig), so reply zxids never go backwards.
+	holdWrites bool
 	reqID    uint64 // the proposal a write waits for, so a timeout can drop its waiter
 }
 
@@ -60,7 +64,7 @@ type conn struct {
 	authIDs   atomic.Pointer[[]jute.Id] // copy-on-write; ip first, then added ids
 
 	items chan *item
-	// readsPending counts queued reads and syncs not yet answered. A write is
+	// readsPending counts queued reads and holdWrites items not yet answered. A write is
 	// proposed only when it is zero, so a read sees exactly the writes sent
 	// before it and a write sent after a sync is applied after it.
 	readsPending atomic.Int64
@@ -382,9 +386,9 @@ func (c *conn) readLoop(br *bufio.Reader) {
 
 // holdsWrites reports whether later writes of the connection must wait
 // until it was answered (waitReads): reads, so they see exactly the writes
-// sent before them, and syncs, so a write sent after a sync is applied
-// after it, as in ZooKeeper, and reply zxids never go backwards.
-func (it *item) holdsWrites() bool { return it.read || it.sync }
+// sent before them, and holdWrites items, so a write sent after a sync is
+// applied after it, as in ZooKeeper, and reply zxids never go backwards.
+func (it *item) holdsWrites() bool { return it.read || it.holdWrites }
 
 // waitReads blocks the reader until every read and sync queued before now
 // was answered; false if the connection closed meanwhile.

@@ -10,37 +10,65 @@ import (
 	"github.com/zkraft/zkraft/jute"
 )
 
-// TestSyncOrdersLaterWrites pipelines a sync and writes on one connection: a
-// write sent after a sync is applied after the sync was answered, as in
-// ZooKeeper, where a session's requests go through in order. Reply zxids
-// therefore never go backwards on the connection (the Java client takes the
-// zxid of each reply as its last seen zxid). Found by FuzzRequestSequence:
-// a write overtook the sync's read barrier and got a zxid below the sync's.
-func TestSyncOrdersLaterWrites(t *testing.T) {
-	s := startServer(t, nil)
-	c := dial(t, s)
-	c.SetTimeout(10 * time.Second)
-	const writes = 50
-	for round := range 5 {
-		var raw []byte
-		xid := int32(round * 1000)
-		raw = append(raw, frame(append(header(xid, jute.OpSync), jute.Marshal(&jute.PathRequest{Path: "/"})...))...)
-		for i := 1; i <= writes; i++ {
-			raw = append(raw, frame(append(header(xid+int32(i), jute.OpCreate), jute.Marshal(&jute.CreateRequest{
-				Path: fmt.Sprintf("/n%d-%d", round, i), ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})...))...)
-		}
-		require.NoError(t, c.WriteRaw(raw))
-		var last int64
-		for i := 0; i <= writes; i++ {
-			hdr, _, err := c.Recv()
-			require.NoError(t, err)
-			require.Equal(t, xid+int32(i), hdr.Xid, "replies in request order")
-			require.Zero(t, hdr.Err)
-			require.GreaterOrEqual(t, hdr.Zxid, last, "round %d: reply to xid %d has zxid %#x after %#x", round, hdr.Xid, hdr.Zxid, last)
-			if i > 0 {
-				require.Greater(t, hdr.Zxid, last, "round %d: write xid %d applied at or before the sync's zxid", round, hdr.Xid)
+// TestRepliesBeforeWritesKeepZxidOrder pipelines, on one connection,
+// requests whose reply zxid is read when the reply is written (a sync, a
+// write refused before it is proposed) each followed by writes. A write
+// sent after such a request is applied after it was answered, as in
+// ZooKeeper, where a session's requests go through in order: reply zxids
+// never go backwards on a connection (the Java client takes each reply's
+// zxid as its last seen zxid), and a write's zxid is above the earlier
+// reply's. Found by FuzzRequestSequence: writes overtook a sync's read
+// barrier, and a refused setACL's reply, and were answered with lower
+// zxids than the reply before them.
+func TestRepliesBeforeWritesKeepZxidOrder(t *testing.T) {
+	world := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
+	tests := []struct {
+		name    string
+		first   func(xid int32) []byte // the request before the writes
+		wantErr int32                  // its reply's error code
+	}{
+		{"sync", func(xid int32) []byte {
+			return frame(append(header(xid, jute.OpSync), jute.Marshal(&jute.PathRequest{Path: "/"})...))
+		}, 0},
+		{"write refused before proposing", func(xid int32) []byte {
+			return frame(append(header(xid, jute.OpSetData), 0xff, 0xff, 0xff, 0x7f))
+		}, jute.ErrMarshallingError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startServer(t, nil)
+			c := dial(t, s)
+			c.SetTimeout(10 * time.Second)
+			const rounds, writes = 20, 3
+			var raw []byte
+			for r := range rounds {
+				xid := int32(r * 10)
+				raw = append(raw, tt.first(xid)...)
+				for i := 1; i <= writes; i++ {
+					raw = append(raw, frame(append(header(xid+int32(i), jute.OpCreate), jute.Marshal(&jute.CreateRequest{
+						Path: fmt.Sprintf("/n%d-%d", r, i), ACL: world})...))...)
+				}
 			}
-			last = hdr.Zxid
-		}
+			require.NoError(t, c.WriteRaw(raw))
+			var last int64
+			for r := range rounds {
+				for i := 0; i <= writes; i++ {
+					xid := int32(r*10 + i)
+					hdr, _, err := c.Recv()
+					require.NoError(t, err)
+					require.Equal(t, xid, hdr.Xid, "replies in request order")
+					if i == 0 {
+						require.Equal(t, tt.wantErr, hdr.Err)
+					} else {
+						require.Zero(t, hdr.Err)
+					}
+					require.GreaterOrEqual(t, hdr.Zxid, last, "reply to xid %d has zxid %#x after %#x", xid, hdr.Zxid, last)
+					if i == 1 {
+						require.Greater(t, hdr.Zxid, last, "write xid %d applied at or before the zxid of the reply before it", xid)
+					}
+					last = hdr.Zxid
+				}
+			}
+		})
 	}
 }
