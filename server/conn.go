@@ -432,7 +432,15 @@ func (c *conn) writeLoop() {
 		case <-c.done:
 			return
 		case <-c.wake:
-			// Idle: nothing is pending, so every queued event may go.
+			// select picks at random when an item is ready too: then a
+			// reply is owed and the connection is not idle; answer writes
+			// what may go before it, and the rest once the queue is empty.
+			if len(c.items) > 0 {
+				continue
+			}
+			// Idle: nothing is pending, so every queued event may go. An
+			// item queued from now on is proposed or read later, so its
+			// zxid is at least that of every event and ping queued now.
 			if !c.flushOOB(-1) || c.bw.Flush() != nil {
 				return
 			}
