@@ -37,12 +37,12 @@ type item struct {
 	build    func(c *conn, it *item) (frame []byte, closeAfter bool)
 	received time.Time
 	read     bool   // a read: later writes of the connection wait until it ran
+	reqID    uint64 // the proposal a write waits for, so a timeout can drop its waiter
 	// holdWrites: later writes of the connection wait until it was answered,
 	// as after a read. Set on every item whose reply zxid is read when it is
 	// built (syncs, replies refused before proposing) or is not known when
 	// later writes arrive (reconfig), so reply zxids never go backwards.
 	holdWrites bool
-	reqID    uint64 // the proposal a write waits for, so a timeout can drop its waiter
 }
 
 // conn is one client connection. The reader goroutine decodes requests,
