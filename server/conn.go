@@ -197,8 +197,24 @@ func (c *conn) finish() {
 	if c.writerDone != nil {
 		<-c.writerDone
 	}
+	c.dropUnanswered()
 	c.srv.dropConn(c)
 	_ = c.nc.Close()
+}
+
+// dropUnanswered takes the requests the writer left unanswered off the
+// server's outstanding count (globalOutstandingLimit), which would otherwise
+// keep them for good and end up throttling every connection. It runs after
+// the reader (the only goroutine that enqueues) and the writer ended.
+func (c *conn) dropUnanswered() {
+	for {
+		select {
+		case <-c.items:
+			c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
+		default:
+			return
+		}
+	}
 }
 
 func (c *conn) closed() bool {

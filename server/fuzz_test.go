@@ -28,7 +28,7 @@ const fuzzSuper = "super:fuzz"
 
 // fuzzReplyTimeout bounds the wait for one reply (or the close) on a
 // well-framed connection, and for the server to release connections.
-const fuzzReplyTimeout = 10 * time.Second
+const fuzzReplyTimeout = 4 * time.Second
 
 // fuzzServer is the in-process server of one fuzz process, shared by every
 // iteration, with its control connection.
