@@ -552,18 +552,20 @@ func (fs *fuzzServer) runSequence(t *testing.T, data []byte) {
 }
 
 // waitConns waits until the server released every connection but the
-// control one: no connection of an iteration outlives it.
+// control one (no connection of an iteration outlives it) and no request is
+// outstanding (globalOutstandingLimit's count).
 func (fs *fuzzServer) waitConns(t *testing.T) {
 	deadline := time.Now().Add(fuzzReplyTimeout)
 	for {
 		fs.srv.connMu.Lock()
 		n := len(fs.srv.conns)
 		fs.srv.connMu.Unlock()
-		if n == 1 {
+		out := fs.srv.stats.outstanding.Load()
+		if n == 1 && out == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still registered %v after every client closed", n-1, fuzzReplyTimeout)
+			t.Fatalf("%d connections still registered and %d requests outstanding %v after every client closed", n-1, out, fuzzReplyTimeout)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -583,7 +585,8 @@ func (fs *fuzzServer) waitConns(t *testing.T) {
 //   - on every well-framed connection, replies came in request order, their
 //     zxids never went backwards, and every request was answered or the
 //     connection closed within fuzzReplyTimeout;
-//   - the server released every connection of the iteration;
+//   - the server released every connection of the iteration, and no
+//     request is left outstanding (globalOutstandingLimit's count);
 //   - znode.Check holds and every ephemeral's owner is a live session.
 //
 // The tree is reset between inputs (reset), but sessions of earlier inputs
