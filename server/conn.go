@@ -139,14 +139,19 @@ func (c *conn) notify(frame []byte, zxid int64) {
 	})
 }
 
-// pushPing queues a ping reply carrying zxid. Ping replies may overtake
-// other replies, but never an event of a change at or before their zxid.
-func (c *conn) pushPing(frame []byte, zxid int64) {
+// pushPing queues a ping reply carrying the last applied zxid. Ping replies
+// may overtake other replies, but never an event of a change at or before
+// their zxid. The zxid is read under oobMu, so it is at least that of every
+// reply the writer built before the ping is queued: one read earlier could
+// be below a reply written meanwhile, and the ping reply, written after
+// that reply, would take the connection's zxid backwards.
+func (c *conn) pushPing() {
 	c.push(func() bool {
 		if len(c.pings) >= maxQueuedNotifications {
 			return false
 		}
-		c.pings = append(c.pings, queuedEvent{zxid: zxid, frame: frame})
+		zxid := c.srv.sm.lastZxid.Load()
+		c.pings = append(c.pings, queuedEvent{zxid: zxid, frame: pingFrame(zxid)})
 		return true
 	})
 }

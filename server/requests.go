@@ -25,8 +25,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	}
 	switch op {
 	case jute.OpPing:
-		zxid := c.srv.sm.lastZxid.Load()
-		c.pushPing(pingFrame(zxid), zxid)
+		c.pushPing()
 		return true
 	case jute.OpAuth:
 		return c.handleAuth(xid, body)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -161,4 +162,48 @@ func TestPingRepliesDoNotOvertakeOwedReplies(t *testing.T) {
 		}
 		require.NoError(t, <-wrote)
 	}
+}
+
+// TestPingReplyZxidReadWhenQueued holds the connection's notification
+// queue while a ping is read, and applies a write from another connection
+// meanwhile. The ping reply must carry the zxid applied when it was queued,
+// not one read before: the writer may have written a reply with a higher
+// zxid in between (a write applied after that read), and the ping reply,
+// written after it, would take the zxid backwards. Found by
+// FuzzRequestSequence (a ping reply with zxid 0xba8e after a delete's reply
+// with 0xba90).
+func TestPingReplyZxidReadWhenQueued(t *testing.T) {
+	s := startServer(t, nil)
+	c, resp := zktest.DialRaw(t, s.Addr().String(), 0, nil, 30000, false)
+	c.SetTimeout(10 * time.Second)
+	other := dial(t, s)
+	server := func() *conn {
+		s.connMu.Lock()
+		defer s.connMu.Unlock()
+		return s.bySess[resp.SessionID]
+	}()
+	require.NotNil(t, server)
+
+	server.oobMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			server.oobMu.Unlock()
+		}
+	}()
+	received := server.stats.received.Load()
+	require.NoError(t, c.Send(jute.XidPing, jute.OpPing, nil))
+	require.Eventually(t, func() bool { return server.stats.received.Load() == received+1 }, 10*time.Second, time.Millisecond)
+	// The reader is handling the ping and waits for the queue.
+	var cr jute.CreateResponse
+	hdr, err := other.Call(jute.OpCreate, &jute.CreateRequest{Path: "/later",
+		ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}}, &cr)
+	require.NoError(t, err)
+	require.Zero(t, hdr.Err)
+	server.oobMu.Unlock()
+	locked = false
+	ping, _, err := c.Recv()
+	require.NoError(t, err)
+	require.Equal(t, jute.XidPing, ping.Xid)
+	require.GreaterOrEqual(t, ping.Zxid, hdr.Zxid, "ping reply queued after zxid %#x applied carries %#x", hdr.Zxid, ping.Zxid)
 }
