@@ -38,6 +38,11 @@ type item struct {
 	received time.Time
 	read     bool   // a read: later writes of the connection wait until it ran
 	reqID    uint64 // the proposal a write waits for, so a timeout can drop its waiter
+	// holdWrites: later writes of the connection wait until it was answered,
+	// as after a read. Set on every item whose reply zxid is read when it is
+	// built (syncs, replies refused before proposing) or is not known when
+	// later writes arrive (reconfig), so reply zxids never go backwards.
+	holdWrites bool
 }
 
 // conn is one client connection. The reader goroutine decodes requests,
@@ -59,8 +64,9 @@ type conn struct {
 	authIDs   atomic.Pointer[[]jute.Id] // copy-on-write; ip first, then added ids
 
 	items chan *item
-	// readsPending counts queued reads not yet run. A write is proposed only
-	// when it is zero, so a read sees exactly the writes sent before it.
+	// readsPending counts queued reads and holdWrites items not yet answered. A write is
+	// proposed only when it is zero, so a read sees exactly the writes sent
+	// before it and a write sent after a sync is applied after it.
 	readsPending atomic.Int64
 	readsDone    chan struct{}
 	enc          *jute.Encoder // writer goroutine only
@@ -133,14 +139,19 @@ func (c *conn) notify(frame []byte, zxid int64) {
 	})
 }
 
-// pushPing queues a ping reply carrying zxid. Ping replies may overtake
-// other replies, but never an event of a change at or before their zxid.
-func (c *conn) pushPing(frame []byte, zxid int64) {
+// pushPing queues a ping reply carrying the last applied zxid. Ping replies
+// may overtake other replies, but never an event of a change at or before
+// their zxid. The zxid is read under oobMu, so it is at least that of every
+// reply the writer built before the ping is queued: one read earlier could
+// be below a reply written meanwhile, and the ping reply, written after
+// that reply, would take the connection's zxid backwards.
+func (c *conn) pushPing() {
 	c.push(func() bool {
 		if len(c.pings) >= maxQueuedNotifications {
 			return false
 		}
-		c.pings = append(c.pings, queuedEvent{zxid: zxid, frame: frame})
+		zxid := c.srv.sm.lastZxid.Load()
+		c.pings = append(c.pings, queuedEvent{zxid: zxid, frame: pingFrame(zxid)})
 		return true
 	})
 }
@@ -191,8 +202,24 @@ func (c *conn) finish() {
 	if c.writerDone != nil {
 		<-c.writerDone
 	}
+	c.dropUnanswered()
 	c.srv.dropConn(c)
 	_ = c.nc.Close()
+}
+
+// dropUnanswered takes the requests the writer left unanswered off the
+// server's outstanding count (globalOutstandingLimit), which would otherwise
+// keep them for good and end up throttling every connection. It runs after
+// the reader (the only goroutine that enqueues) and the writer ended.
+func (c *conn) dropUnanswered() {
+	for {
+		select {
+		case <-c.items:
+			c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
+		default:
+			return
+		}
+	}
 }
 
 func (c *conn) closed() bool {
@@ -378,8 +405,14 @@ func (c *conn) readLoop(br *bufio.Reader) {
 	}
 }
 
-// waitReads blocks the reader until every read queued before now has run;
-// false if the connection closed meanwhile.
+// holdsWrites reports whether later writes of the connection must wait
+// until it was answered (waitReads): reads, so they see exactly the writes
+// sent before them, and holdWrites items, so a write sent after a sync is
+// applied after it, as in ZooKeeper, and reply zxids never go backwards.
+func (it *item) holdsWrites() bool { return it.read || it.holdWrites }
+
+// waitReads blocks the reader until every read and sync queued before now
+// was answered; false if the connection closed meanwhile.
 func (c *conn) waitReads() bool {
 	for c.readsPending.Load() > 0 {
 		select {
@@ -393,7 +426,7 @@ func (c *conn) waitReads() bool {
 
 // enqueue hands an item to the writer; false if the connection is closing.
 func (c *conn) enqueue(it *item) bool {
-	if it.read {
+	if it.holdsWrites() {
 		c.readsPending.Add(1)
 	}
 	it.received = time.Now()
@@ -403,7 +436,7 @@ func (c *conn) enqueue(it *item) bool {
 		return true
 	case <-c.done:
 		c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
-		if it.read {
+		if it.holdsWrites() {
 			c.readsPending.Add(-1)
 		}
 		return false
@@ -420,7 +453,15 @@ func (c *conn) writeLoop() {
 		case <-c.done:
 			return
 		case <-c.wake:
-			// Idle: nothing is pending, so every queued event may go.
+			// select picks at random when an item is ready too: then a
+			// reply is owed and the connection is not idle; answer writes
+			// what may go before it, and the rest once the queue is empty.
+			if len(c.items) > 0 {
+				continue
+			}
+			// Idle: nothing is pending, so every queued event may go. An
+			// item queued from now on is proposed or read later, so its
+			// zxid is at least that of every event and ping queued now.
 			if !c.flushOOB(-1) || c.bw.Flush() != nil {
 				return
 			}
@@ -477,7 +518,7 @@ func (c *conn) answer(it *item) bool {
 	}
 	c.replyZxid = 0
 	frame, closeAfter := it.build(c, it)
-	if it.read && c.readsPending.Add(-1) == 0 {
+	if it.holdsWrites() && c.readsPending.Add(-1) == 0 {
 		select {
 		case c.readsDone <- struct{}{}:
 		default:

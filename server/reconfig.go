@@ -132,7 +132,7 @@ func (c *conn) handleReconfig(xid int32, body []byte) bool {
 	if !c.waitReads() {
 		return false
 	}
-	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
+	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout), holdWrites: true}
 	go func() {
 		it.res.Err, it.res.Zxid = srv.reconfigure(&r)
 		close(it.ready)

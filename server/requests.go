@@ -25,8 +25,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	}
 	switch op {
 	case jute.OpPing:
-		zxid := c.srv.sm.lastZxid.Load()
-		c.pushPing(pingFrame(zxid), zxid)
+		c.pushPing()
 		return true
 	case jute.OpAuth:
 		return c.handleAuth(xid, body)
@@ -71,9 +70,10 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 }
 
 // enqueueReply queues a reply that needs no waiting. Its zxid is the last
-// applied one when it is written (auth replies carry 0).
+// applied one when it is written (auth replies carry 0), so later writes
+// wait until it was written (holdWrites).
 func (c *conn) enqueueReply(xid, code int32, body jute.Record, closeAfter bool) bool {
-	return c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+	return c.enqueue(&item{holdWrites: true, build: func(c *conn, _ *item) ([]byte, bool) {
 		zxid := c.srv.sm.lastZxid.Load()
 		if xid == jute.XidAuth {
 			zxid = 0
@@ -230,7 +230,7 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 	if jute.Unmarshal(body, &r) != nil {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
 	}
-	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
+	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout), holdWrites: true}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
 		defer cancel()
