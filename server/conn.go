@@ -214,8 +214,11 @@ func (c *conn) finish() {
 func (c *conn) dropUnanswered() {
 	for {
 		select {
-		case <-c.items:
+		case it := <-c.items:
 			c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
+			if it.reqID != 0 {
+				c.srv.cancelWait(it.reqID) // its proposal may never be applied
+			}
 		default:
 			return
 		}
@@ -325,14 +328,22 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 		if r, ok := c.proposeAndWait(e, timeout); !ok || r.Err != 0 {
 			return false
 		}
-		srv.tracker.Track(req.SessionID, timeout)
-		srv.touch(req.SessionID)
 		resp.SessionID, resp.Passwd = sess.ID, sess.Password
-		srv.log.Debug().Str("session", sessionHex(sess.ID)).Msg("session reattached")
 	}
 	c.sessionID, c.timeoutMs = resp.SessionID, timeout
 	if !srv.attachSession(c) {
+		// Closed or expired (or attached elsewhere) after its entry was
+		// applied here: ZooKeeper's answer to an expired session.
+		c.writeConnectResponse(&jute.ConnectResponse{Passwd: make([]byte, 16), HasReadOnly: req.HasReadOnly})
+		c.log.Info().Str("session", sessionHex(resp.SessionID)).Msg("session ended before its connection was attached")
 		return false
+	}
+	if req.SessionID != 0 {
+		// Tracked only once attached: a session that ended meanwhile must
+		// not come back to life in the leader's tracker.
+		srv.tracker.Track(req.SessionID, timeout)
+		srv.touch(req.SessionID)
+		srv.log.Debug().Str("session", sessionHex(resp.SessionID)).Msg("session reattached")
 	}
 	return c.writeConnectResponse(&resp)
 }
@@ -457,6 +468,13 @@ func (c *conn) writeLoop() {
 			// reply is owed and the connection is not idle; answer writes
 			// what may go before it, and the rest once the queue is empty.
 			if len(c.items) > 0 {
+				// Give the token back: answer may wait on c.wake for the
+				// item's apply, and the events this wake-up announced may
+				// go before that reply.
+				select {
+				case c.wake <- struct{}{}:
+				default:
+				}
 				continue
 			}
 			// Idle: nothing is pending, so every queued event may go. An
@@ -503,6 +521,9 @@ func (c *conn) answer(it *item) bool {
 				c.log.Warn().Msg("request not committed in time, closing connection")
 				return false
 			case <-c.done:
+				if it.reqID != 0 {
+					c.srv.cancelWait(it.reqID)
+				}
 				return false
 			}
 		}

@@ -93,14 +93,30 @@ func (s *Server) dropConn(c *conn) {
 	s.connMu.Unlock()
 }
 
-// attachSession binds a session to its connection.
+// attachSession binds a session to its connection, once the entry that
+// created or attached the session on c was applied. It refuses (false) when
+// the session is gone or has been attached to another connection since:
+// a closeSession or expiry applied between that entry and this call found
+// no connection to end (sessionClosed reads bySess), so the check must come
+// after c is listed. Apply removes the session before its hook reads bySess,
+// and c is listed before the state is read here: one of the two always
+// sees the other.
 func (s *Server) attachSession(c *conn) bool {
 	s.connMu.Lock()
-	defer s.connMu.Unlock()
 	if c.closed() {
+		s.connMu.Unlock()
 		return false
 	}
 	s.bySess[c.sessionID] = c
+	s.connMu.Unlock()
+	if _, ok := s.sm.session(c.sessionID); !ok || s.sm.sessionConn(c.sessionID) != c.connID {
+		s.connMu.Lock()
+		if s.bySess[c.sessionID] == c {
+			delete(s.bySess, c.sessionID)
+		}
+		s.connMu.Unlock()
+		return false
+	}
 	return true
 }
 

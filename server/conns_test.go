@@ -365,3 +365,32 @@ func TestContainerRemovalAtStop(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachRefusedForASessionThatEnded: a handshake whose createSession or
+// attach entry was applied, but whose session was then closed or expired
+// (or attached to another connection) before the connection was listed,
+// must not be attached: the close found no connection to end, so the client
+// would otherwise believe in a session, and ephemerals, that are gone.
+func TestAttachRefusedForASessionThatEnded(t *testing.T) {
+	s := startServer(t, nil)
+	zc := workload(t, s)
+	live := zc.SessionID()
+	tests := []struct {
+		name      string
+		sessionID int64
+		connID    func() uint64
+	}{
+		{"session gone", 0x7777, func() uint64 { return 1 }},
+		{"session attached to another connection", live, func() uint64 { return s.sm.sessionConn(live) + 1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, _ := pipeConn(t, s)
+			c.sessionID, c.connID = tt.sessionID, tt.connID()
+			require.False(t, s.attachSession(c))
+			s.connMu.Lock()
+			defer s.connMu.Unlock()
+			require.NotEqual(t, c, s.bySess[tt.sessionID], "the refused connection is not listed for the session")
+		})
+	}
+}
