@@ -352,7 +352,7 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 // timeout for its result; false if it failed or took too long.
 func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
 	done := make(chan applyResult, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(timeoutMs)*time.Millisecond)
+	ctx, cancel := context.WithTimeout(c.srv.stopCtx, time.Duration(timeoutMs)*time.Millisecond)
 	defer cancel()
 	if err := c.srv.propose(ctx, e, func(r applyResult) { done <- r }); err != nil {
 		c.log.Warn().Err(err).Int32("type", e.Type).Msg("session entry not proposed, closing")

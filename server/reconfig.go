@@ -101,7 +101,7 @@ func (s *Server) publishInitialConfig() {
 			return
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(s.stopCtx, 10*time.Second)
 	defer cancel()
 	e := &entry{Type: entrySetConfig, Body: []byte(formatMembers(s.cfg.Members))}
 	if err := s.propose(ctx, e, nil); err != nil {
@@ -171,7 +171,7 @@ func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
 	if code != 0 {
 		return code, 0
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	ctx, cancel := context.WithTimeout(s.stopCtx, writeTimeout)
 	defer cancel()
 	if err := s.node.ChangeMembers(ctx, consensusPeers(target)); err != nil {
 		s.log.Warn().Err(err).Uints64("members", slices.Sorted(maps.Keys(target))).Msg("reconfig: membership change failed")

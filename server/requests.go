@@ -164,7 +164,7 @@ func (c *conn) proposeItem(it *item, e *entry) bool {
 	if !c.enqueue(it) {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	ctx, cancel := context.WithTimeout(c.srv.stopCtx, writeTimeout)
 	defer cancel()
 	if err := c.srv.propose(ctx, e, c.onApplied(it)); err != nil {
 		c.log.Warn().Err(err).Msg("write not proposed, closing connection")
@@ -231,12 +231,14 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout), holdWrites: true}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	// Counted in connWG: this connection's serve goroutine, counted too, is
+	// running, so Stop waits for it; Stop's cancel ends the wait.
+	c.srv.connWG.Go(func() {
+		ctx, cancel := context.WithTimeout(c.srv.stopCtx, writeTimeout)
 		defer cancel()
 		_, it.err = c.srv.node.ReadIndex(ctx)
 		close(it.ready)
-	}()
+	})
 	it.build = func(c *conn, it *item) ([]byte, bool) {
 		return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
 	}

@@ -563,7 +563,7 @@ func decideExpiries(isLeader bool, tracker *session.Tracker, sm *stateMachine, n
 // expireRecord); a failed proposal is retried by the expiry loop (the
 // session stays marked closing).
 func (s *Server) proposeExpiry(id int64, connID uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(s.stopCtx, 5*time.Second)
 	defer cancel()
 	rec := &expireRecord{Term: s.leaderTerm.Load(), ConnID: connID}
 	if err := s.propose(ctx, &entry{Type: entryExpireSession, SessionID: id, Body: jute.Marshal(rec)}, nil); err != nil {
