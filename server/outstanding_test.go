@@ -43,3 +43,23 @@ func TestClosedConnectionsReleaseOutstandingRequests(t *testing.T) {
 	require.NoError(t, err)
 	require.Zero(t, hdr.Err)
 }
+
+// TestDroppedRequestsForgetTheirWaiters: a request a closing connection
+// leaves unanswered is forgotten by the proposal waiters too: its proposal
+// may never be applied (dropped by raft, or by a leader that refuses a
+// forwarded proposal), and its waiter would keep the item and the
+// connection until the next leader change.
+func TestDroppedRequestsForgetTheirWaiters(t *testing.T) {
+	s := startServer(t, nil)
+	c, _ := pipeConn(t, s)
+	const reqID = 0xfeed
+	s.waitMu.Lock()
+	s.waiters[reqID] = func(applyResult) {}
+	s.waitMu.Unlock()
+	s.stats.outstanding.Add(1)
+	c.items <- &item{reqID: reqID, ready: make(chan struct{})}
+	c.dropUnanswered()
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	require.NotContains(t, s.waiters, uint64(reqID), "the dropped request's waiter is forgotten")
+}
