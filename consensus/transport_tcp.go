@@ -383,13 +383,16 @@ type tcpPeer struct {
 	conn   net.Conn // the current connection, closed by stop to end a blocked write
 }
 
-// stop ends the sender: run drops and reports what is still queued.
+// stop ends the sender: run drops and reports what is still queued. It
+// never blocks (AddPeer and RemovePeer call it on the raft loop): an expired
+// deadline ends a write in progress, and the sender's own goroutine closes
+// the connection (a TLS close can wait seconds for its close_notify).
 func (p *tcpPeer) stop() {
 	p.stopOnce.Do(func() {
 		close(p.stopc)
 		p.connMu.Lock()
 		if p.conn != nil {
-			_ = p.conn.Close()
+			_ = p.conn.SetDeadline(time.Now())
 		}
 		p.connMu.Unlock()
 	})
