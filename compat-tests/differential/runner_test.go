@@ -177,6 +177,9 @@ func (sd *side) call(st *step) record {
 	if st.probe {
 		r.obs = append(r.obs, sd.probe(st.slot)...)
 	}
+	if st.closes {
+		r.obs = append(r.obs, sd.awaitClose(st.slot)...)
+	}
 	return r
 }
 
@@ -196,6 +199,9 @@ func (sd *side) raw(st *step) record {
 	}
 	if st.probe {
 		r.obs = append(r.obs, sd.probe(st.slot)...)
+	}
+	if st.closes {
+		r.obs = append(r.obs, sd.awaitClose(st.slot)...)
 	}
 	return r
 }
@@ -230,6 +236,34 @@ func (sd *side) waitEvent(s int) []string {
 	}
 	return []string{fmt.Sprintf("event zxid=%s %s", sd.norm.zxid(hdr.Zxid), event(body))}
 }
+
+// awaitClose reads frames until the server closes the connection or
+// closeTimeout passes, recording every frame read and the outcome.
+func (sd *side) awaitClose(s int) []string {
+	sl := sd.slots[s]
+	if sl == nil || sl.rc == nil {
+		return []string{"no connection"}
+	}
+	sl.rc.SetTimeout(closeTimeout)
+	defer sl.rc.SetTimeout(readTimeout)
+	var obs []string
+	for {
+		hdr, _, err := sl.rc.Recv()
+		switch {
+		case err == nil:
+			obs = append(obs, fmt.Sprintf("frame xid=%d err=%d", hdr.Xid, hdr.Err))
+		case zktest.IsClosed(err):
+			return append(obs, "closed by the server")
+		case zktest.IsTimeout(err):
+			return append(obs, fmt.Sprintf("still open after %v", closeTimeout))
+		default:
+			return append(obs, "error: "+err.Error())
+		}
+	}
+}
+
+// closeTimeout bounds awaitClose.
+const closeTimeout = 3 * time.Second
 
 // probe records whether the connection is still served.
 func (sd *side) probe(s int) []string {

@@ -50,6 +50,7 @@ type step struct {
 	replies int             // kindRaw: replies to read
 	rawOps  map[int32]int32 // kindRaw: xid -> opcode of the raw requests
 	probe   bool            // after the replies, probe whether the connection is open
+	closes  bool            // after the replies, wait for the server to close the connection
 	unorder bool            // sort the notifications of this step
 	aclSet  bool            // sort ACL lists: the server expanded "auth" from a set of ids
 	label   string          // remember the reply zxid (of the last reply) under this name
@@ -82,6 +83,12 @@ func (st *step) unorderedACL() *step { st.aclSet = true; return st }
 
 // thenProbe adds a probe of the connection after the step's replies.
 func (st *step) thenProbe() *step { st.probe = true; return st }
+
+// thenCloses waits, after the step's replies, for the server to close the
+// connection (see side.awaitClose): for requests after which a server closes
+// once its reply is out, where ZooKeeper closes asynchronously and a probe
+// would race with that close.
+func (st *step) thenCloses() *step { st.closes = true; return st }
 
 func (b *builder) connect(slot int, timeoutMs int32) *step {
 	return b.add(&step{kind: kindConnect, slot: slot, conn: connectSpec{timeoutMs: timeoutMs, resume: -1}})
