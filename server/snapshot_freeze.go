@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -14,10 +15,9 @@ var _ consensus.SnapshotFreezer = (*stateMachine)(nil)
 // FreezeSnapshot implements consensus.SnapshotFreezer. On the raft loop it
 // copies what a snapshot needs: the tree's nodes (one struct copy each, see
 // znode.Frozen), the session table (already serialized: it is small) and
-// the write order per session. The returned function builds the bytes
-// Snapshot would have returned at this point, off the loop, while later
-// entries are applied. TestFreezeSnapshotMatchesSnapshot keeps the two
-// encodings identical.
+// the write order per session. The returned function builds the snapshot's
+// bytes as of this point, off the loop, while later entries are applied;
+// Snapshot is the two steps at once, so there is one encoding.
 func (sm *stateMachine) FreezeSnapshot() (func() ([]byte, error), error) {
 	sm.mu.RLock()
 	defer sm.mu.RUnlock()
@@ -40,15 +40,7 @@ func (sm *stateMachine) FreezeSnapshot() (func() ([]byte, error), error) {
 		if err := tree.WriteSnapshot(&tb); err != nil {
 			return nil, fmt.Errorf("snapshot tree: %w", err)
 		}
-		slices.SortFunc(order, func(a, b orderRec) int {
-			switch {
-			case a.id < b.id:
-				return -1
-			case a.id > b.id:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(order, func(a, b orderRec) int { return cmp.Compare(a.id, b.id) })
 		out := make([]byte, 0, len(snapshotMagic)+24+tb.Len()+sessions.Len()+24*len(order))
 		out = append(out, snapshotMagic...)
 		out = binary.BigEndian.AppendUint64(out, zxid)

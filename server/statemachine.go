@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -340,35 +339,11 @@ const snapshotMagic = "ZKRAFTS1"
 
 // Snapshot implements consensus.StateMachine: the tree and the sessions.
 func (sm *stateMachine) Snapshot() ([]byte, error) {
-	sm.mu.RLock()
-	defer sm.mu.RUnlock()
-	var tree, sessions bytes.Buffer
-	if err := sm.tree.WriteSnapshot(&tree); err != nil {
-		return nil, fmt.Errorf("snapshot tree: %w", err)
+	build, err := sm.FreezeSnapshot()
+	if err != nil {
+		return nil, err
 	}
-	if err := sm.sessions.WriteSnapshot(&sessions); err != nil {
-		return nil, fmt.Errorf("snapshot sessions: %w", err)
-	}
-	out := make([]byte, 0, len(snapshotMagic)+24+tree.Len()+sessions.Len())
-	out = append(out, snapshotMagic...)
-	out = binary.BigEndian.AppendUint64(out, uint64(sm.lastZxid.Load()))
-	out = binary.BigEndian.AppendUint64(out, uint64(tree.Len()))
-	out = append(out, tree.Bytes()...)
-	out = binary.BigEndian.AppendUint64(out, uint64(sessions.Len()))
-	out = append(out, sessions.Bytes()...)
-	ids := make([]int64, 0, len(sm.order))
-	for id := range sm.order {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	out = binary.BigEndian.AppendUint64(out, uint64(len(ids)))
-	for _, id := range ids {
-		o := sm.order[id]
-		out = binary.BigEndian.AppendUint64(out, uint64(id))
-		out = binary.BigEndian.AppendUint64(out, o.ConnID)
-		out = binary.BigEndian.AppendUint64(out, o.Seq)
-	}
-	return out, nil
+	return build()
 }
 
 // Restore implements consensus.StateMachine.
