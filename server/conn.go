@@ -306,7 +306,7 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 		}
 		id := srv.ids.Next()
 		e := &entry{Type: entryCreateSession, SessionID: id, ConnID: c.connID,
-			Body: jute.Marshal(&sessionRecord{ID: id, TimeoutMs: timeout, Password: passwd})}
+			Body: CreateSessionBody(id, timeout, passwd)}
 		if r, ok := c.proposeAndWait(e, timeout); !ok || r.Err != 0 {
 			return false
 		}

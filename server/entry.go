@@ -91,6 +91,13 @@ type entry struct {
 	Opts entryOpts
 }
 
+// data returns e encoded as the raft entry data every replica applies.
+func (e *entry) data() []byte {
+	enc := jute.NewEncoder(make([]byte, 0, 64+len(e.Body)))
+	e.Encode(enc)
+	return enc.Bytes()
+}
+
 func (e *entry) Encode(enc *jute.Encoder) {
 	enc.WriteInt(entryVersion)
 	enc.WriteLong(int64(e.Proposer))

@@ -13,8 +13,8 @@ import (
 // This file is the seam for tools that drive consensus themselves (the
 // deterministic simulator, cmd/zksim): the replicated state machine of one
 // member, the entries the request path proposes and the leader's expiry
-// decision, exactly as the server uses them. Nothing here is used by the
-// server itself; it only exposes the server's own code.
+// decision, exactly as the server uses them. It only exposes the server's
+// own code: the body builders below are the ones the request path calls.
 
 // Replica is one member's replicated state (the data tree, the sessions and
 // the per-connection write order), applied by the server's own apply code.
@@ -141,9 +141,7 @@ const (
 func (p *Proposal) Encode() []byte {
 	e := entry{Proposer: p.Proposer, ReqID: p.ReqID, Time: p.TimeMs, SessionID: p.SessionID, ConnID: p.ConnID,
 		Seq: p.Seq, Type: p.Type, Body: p.Body}
-	enc := jute.NewEncoder(make([]byte, 0, 64+len(p.Body)))
-	e.Encode(enc)
-	return enc.Bytes()
+	return e.data()
 }
 
 // CreateSessionBody is the body of a createSession proposal.

@@ -307,9 +307,7 @@ func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResu
 		s.waiters[e.ReqID] = onApplied
 		s.waitMu.Unlock()
 	}
-	enc := jute.NewEncoder(make([]byte, 0, 64+len(e.Body)))
-	e.Encode(enc)
-	if err := s.node.Propose(ctx, enc.Bytes()); err != nil {
+	if err := s.node.Propose(ctx, e.data()); err != nil {
 		if onApplied != nil && !s.cancelWait(e.ReqID) {
 			return nil // a leader change already handed the waiter its failure
 		}
@@ -565,8 +563,8 @@ func decideExpiries(isLeader bool, tracker *session.Tracker, sm *stateMachine, n
 func (s *Server) proposeExpiry(id int64, connID uint64) {
 	ctx, cancel := context.WithTimeout(s.stopCtx, 5*time.Second)
 	defer cancel()
-	rec := &expireRecord{Term: s.leaderTerm.Load(), ConnID: connID}
-	if err := s.propose(ctx, &entry{Type: entryExpireSession, SessionID: id, Body: jute.Marshal(rec)}, nil); err != nil {
+	e := &entry{Type: entryExpireSession, SessionID: id, Body: ExpireBody(s.leaderTerm.Load(), connID)}
+	if err := s.propose(ctx, e, nil); err != nil {
 		s.log.Warn().Err(err).Str("session", sessionHex(id)).Msg("propose session expiry failed")
 	}
 }
