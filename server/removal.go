@@ -10,17 +10,17 @@ package server
 // removed member are not kept alive by it.
 
 // memberRemoved is consensus.Config.OnRemoved: it runs on the raft loop,
-// which it must not block, so connections are closed on another goroutine.
+// which it must not block; conn.close only marks the connection and expires
+// its deadlines (the connection's own goroutine closes the socket), so the
+// connections are closed here, as the other apply hooks do.
 func (s *Server) memberRemoved() {
 	s.serving.Store(false)
 	s.log.Warn().Msg("this member was removed from the ensemble, closing client connections and not serving")
-	go func() {
-		s.connMu.Lock()
-		defer s.connMu.Unlock()
-		for c := range s.conns {
-			c.close()
-		}
-	}()
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	for c := range s.conns {
+		c.close()
+	}
 }
 
 // acceptsLiveness reports whether liveness reports from member id count:
