@@ -19,8 +19,14 @@ func TestApplyErrorStopsNode(t *testing.T) {
 	t.Cleanup(func() { _ = tn.Stop() })
 	tn.waitLeader(t)
 	good := tn.proposeEach(t, "ok", 2)
-	badIndex := tn.AppliedIndex() + 1
+	// proposeEach returns once the state machine saw the entries; the
+	// node's applied index moves just after Apply returns, so take the
+	// refused entry's index from the state machine and let the node catch up.
 	ctx := testCtx(t)
+	idx := sm.state().indexes
+	lastGood := idx[len(idx)-1]
+	require.NoError(t, tn.WaitApplied(ctx, lastGood))
+	badIndex := lastGood + 1
 	require.NoError(t, tn.Propose(ctx, []byte("bad")))
 	_ = tn.Propose(ctx, []byte("after")) // may find the node stopped already
 

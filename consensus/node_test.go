@@ -23,7 +23,8 @@ func TestProposeAppliedInOrderExactlyOnce(t *testing.T) {
 	for i := 1; i < len(st.indexes); i++ {
 		require.Greater(t, st.indexes[i], st.indexes[i-1])
 	}
-	require.GreaterOrEqual(t, tn.AppliedIndex(), st.indexes[len(st.indexes)-1])
+	// The node records its applied index just after Apply returns.
+	require.NoError(t, tn.WaitApplied(testCtx(t), st.indexes[len(st.indexes)-1]))
 
 	s := tn.Status()
 	require.True(t, s.IsLeader)
