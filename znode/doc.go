@@ -3,8 +3,8 @@
 // plus the checks of PrepRequestProcessor).
 //
 // Who calls it: the server's state machine applies committed log entries with
-// Tree.Apply and Tree.DeleteEphemerals on its apply goroutine while holding a
-// write lock; connections call the read methods (Exists, GetData, ...) under
+// Tree.Apply and Tree.DeleteEphemerals (DeleteEphemeralsKeeping for an expiry
+// with lock-delay) on its apply goroutine while holding a write lock; connections call the read methods (Exists, GetData, ...) under
 // a read lock. A Tree is not safe for concurrent use otherwise: reads never
 // mutate it, so any number of reads may run together, but never together
 // with Apply, DeleteEphemerals or another mutation.
@@ -40,7 +40,7 @@
 //     Its data changes through the undo log, with no version, mzxid or
 //     event, as in ZooKeeper. Quotas are not enforced (-125 never happens).
 //
-// Building with -tags invariants makes Apply and DeleteEphemerals run Check
+// Building with -tags invariants makes Apply and DeleteEphemerals* run Check
 // after every write and panic on a violation (slow; for tests and soaks).
 //
 // Caveats:

@@ -2,6 +2,7 @@ package znode
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/zkraft/zkraft/internal/mutation"
 	"github.com/zkraft/zkraft/jute"
@@ -250,6 +251,43 @@ func (t *Tree) DeleteEphemerals(ctx TxnContext, session int64) []Event {
 		t.mustCheck()
 	}
 	return ev
+}
+
+// DeleteEphemeralsKeeping is DeleteEphemerals for an expiry with
+// lock-delay: it removes, in path order, every ephemeral owned by session
+// except those under one of keep (see Under), and returns the events and
+// how many it kept. The kept nodes stay as they are, owner included, until
+// DeleteEphemerals removes them.
+func (t *Tree) DeleteEphemeralsKeeping(ctx TxnContext, session int64, keep []string) (ev []Event, kept int) {
+	for _, p := range t.Ephemerals(session, "") {
+		if underAny(p, keep) {
+			kept++
+			continue
+		}
+		ev = t.removeNode(&ctx, t.nodes[p], t.lookup(parentOf(p, lastSlash(p))), ev)
+	}
+	if checkEveryWrite {
+		t.mustCheck()
+	}
+	return ev, kept
+}
+
+// Under reports whether path is prefix or lies below it: "/locks/a" is under
+// "/locks" and "/", "/locksmith" is not under "/locks".
+func Under(path, prefix string) bool {
+	if prefix == rootPath {
+		return strings.HasPrefix(path, rootPath)
+	}
+	return prefix != "" && strings.HasPrefix(path, prefix) && (len(path) == len(prefix) || path[len(prefix)] == '/')
+}
+
+func underAny(path string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if Under(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // SetConfig replaces the data of /zookeeper/config with the ensemble's
