@@ -4,8 +4,8 @@
 //
 // Who calls it: the server's state machine applies committed log entries with
 // Tree.Apply and Tree.DeleteEphemerals (DeleteEphemeralsKeeping for an expiry
-// with lock-delay) on its apply goroutine while holding a write lock; connections call the read methods (Exists, GetData, ...) under
-// a read lock. A Tree is not safe for concurrent use otherwise: reads never
+// with lock-delay) on its apply goroutine while holding a write lock;
+// connections call the read methods (Exists, GetData, ...) under a read lock. A Tree is not safe for concurrent use otherwise: reads never
 // mutate it, so any number of reads may run together, but never together
 // with Apply, DeleteEphemerals or another mutation.
 //

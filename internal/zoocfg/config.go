@@ -1,7 +1,8 @@
 // Package zoocfg reads a ZooKeeper zoo.cfg into the typed settings of a
 // zkraft member: ZooKeeper's own keys (and the "zookeeper." system property
 // spelling of many), the server.N membership lines, the TLS keys, and
-// zkraft's few additions (zkraft.join, zkraft.electionTickMs).
+// zkraft's few additions (zkraft.join, zkraft.electionTickMs,
+// zkraft.lockDelayMs and zkraft.lockDelayPaths).
 //
 // Invariants:
 //   - Load starts from Default and applies the file's lines in order; a later
@@ -27,6 +28,7 @@ import (
 
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/session"
+	"github.com/zkraft/zkraft/znode"
 )
 
 // Config is a zkraft server's configuration. Its keys are ZooKeeper's zoo.cfg
@@ -69,6 +71,12 @@ type Config struct {
 	// ElectionTickMs is raft's tick; an election starts after 10 ticks of
 	// silence from the leader.
 	ElectionTickMs int
+	// Lock-delay (zkraft.lockDelayMs, zkraft.lockDelayPaths): when the leader
+	// expires a session, its ephemerals under one of LockDelayPaths are
+	// removed LockDelayMs later instead of at once. Off unless both are set
+	// (LockDelay reports it). A clean close is never delayed.
+	LockDelayMs    int64
+	LockDelayPaths []string
 
 	// AdminServer (server/admin.go): admin.enableServer, admin.serverAddress,
 	// admin.serverPort, admin.commandURL, admin.idleTimeout.
@@ -123,6 +131,18 @@ func (c *Config) Resolve() error {
 	c.ServerID = id
 	return nil
 }
+
+// LockDelay returns the lock-delay the leader's expiries carry, and the
+// prefixes it applies to; 0 and nil when it is off.
+func (c *Config) LockDelay() (ms int64, paths []string) {
+	if c.LockDelayMs <= 0 || len(c.LockDelayPaths) == 0 {
+		return 0, nil
+	}
+	return c.LockDelayMs, c.LockDelayPaths
+}
+
+// MaxLockDelayMs bounds zkraft.lockDelayMs (one day).
+const MaxLockDelayMs = 24 * 3600 * 1000
 
 // Standalone reports whether the config describes a single server.
 func (c *Config) Standalone() bool { return len(c.Members) <= 1 }
@@ -204,6 +224,10 @@ func Load(path string, log zerolog.Logger) (Config, error) {
 	}
 	cfg.InitialConfig = raw.String()
 	cfg.resolveClientPorts()
+	if (cfg.LockDelayMs > 0) != (len(cfg.LockDelayPaths) > 0) {
+		log.Warn().Int64("zkraft.lockDelayMs", cfg.LockDelayMs).Strs("zkraft.lockDelayPaths", cfg.LockDelayPaths).
+			Msg("lock-delay needs both zkraft.lockDelayMs and zkraft.lockDelayPaths; it is off")
+	}
 	return cfg, nil
 }
 
@@ -309,6 +333,24 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 			return fmt.Errorf("must be a positive integer, got %q", value)
 		}
 		c.ElectionTickMs = n
+	case "zkraft.lockDelayMs":
+		n, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || n < 0 || n > MaxLockDelayMs {
+			return fmt.Errorf("must be an integer from 0 to %d (ms), got %q", MaxLockDelayMs, value)
+		}
+		c.LockDelayMs = n
+	case "zkraft.lockDelayPaths":
+		c.LockDelayPaths = nil
+		for _, p := range strings.Split(value, ",") {
+			p = strings.TrimSpace(p)
+			if p == "" {
+				continue
+			}
+			if err := znode.ValidatePath(p); err != nil {
+				return err
+			}
+			c.LockDelayPaths = append(c.LockDelayPaths, p)
+		}
 	case "admin.enableServer", "zookeeper.admin.enableServer":
 		b, err := strconv.ParseBool(value)
 		if err != nil {

@@ -52,6 +52,24 @@ func TestLoadConfig(t *testing.T) {
 		{name: "unknown key is not fatal", file: "someFutureKey=1\n", check: func(t *testing.T, c Config) {
 			require.Equal(t, 2181, c.ClientPort)
 		}},
+		{name: "lock-delay off by default", file: "", check: func(t *testing.T, c Config) {
+			ms, paths := c.LockDelay()
+			require.Zero(t, ms)
+			require.Nil(t, paths)
+		}},
+		{name: "lock-delay", file: "zkraft.lockDelayMs=5000\nzkraft.lockDelayPaths=/locks, /app/locks\n",
+			check: func(t *testing.T, c Config) {
+				ms, paths := c.LockDelay()
+				require.Equal(t, int64(5000), ms)
+				require.Equal(t, []string{"/locks", "/app/locks"}, paths)
+			}},
+		{name: "lock-delay without paths is off", file: "zkraft.lockDelayMs=5000\n", check: func(t *testing.T, c Config) {
+			ms, paths := c.LockDelay()
+			require.Zero(t, ms)
+			require.Nil(t, paths)
+		}},
+		{name: "lock-delay path must be a znode path", file: "zkraft.lockDelayPaths=locks/\n", wantErr: true},
+		{name: "lock-delay must be a duration", file: "zkraft.lockDelayMs=-1\n", wantErr: true},
 		{name: "bad tickTime", file: "tickTime=abc\n", wantErr: true},
 		{name: "bad port", file: "clientPort=70000\n", wantErr: true},
 		{name: "not key=value", file: "clientPort\n", wantErr: true},
