@@ -57,7 +57,20 @@ const (
 	entryAttachSession   int32 = -13                    // body: none; the entry's ConnID becomes the session's connection
 	entryDeleteContainer       = jute.OpDeleteContainer // body: PathRequest
 	entryDeleteTTL       int32 = -20                    // body: PathRequest
+	// entryExpireSessionDelayed is an expiry with lock-delay (zkraft.lockDelayMs):
+	// like entryExpireSession, but the session's ephemerals under the
+	// record's Paths stay until an entryDeleteDelayed removes them. Its own
+	// type, so that a member built before lock-delay stops on it instead of
+	// removing those nodes at once (it would ignore the record's new fields).
+	entryExpireSessionDelayed int32 = -21 // body: expireRecord with DelayMs and Paths
+	// entryDeleteDelayed removes the ephemerals an expiry with lock-delay
+	// kept for the entry's (dead) session, once the entry's Time reached
+	// their deadline; proposed by the leader (decideDelayedDeletions).
+	entryDeleteDelayed int32 = -22 // body: none
 )
+
+// isExpiry reports whether typ is a leader's expiry of a session.
+func isExpiry(typ int32) bool { return typ == entryExpireSession || typ == entryExpireSessionDelayed }
 
 // entry is the unit of replication: one client write or one server decision,
 // with everything its apply needs. Nothing in apply reads a clock or a random
@@ -189,18 +202,40 @@ func (s *sessionRecord) Decode(d *jute.Decoder) error {
 // createSession or attachSession applied, is no longer ConnID (the session
 // attached after the decision: its client is alive). An expire entry with an
 // empty body, written before the fence existed, is applied unconditionally.
+//
+// DelayMs and Paths are the lock-delay of an entryExpireSessionDelayed
+// (the deciding leader's zkraft.lockDelayMs and zkraft.lockDelayPaths):
+// they are encoded only when set, so a record without them is byte for
+// byte the one written before lock-delay existed, and such a record decodes
+// with no delay.
 type expireRecord struct {
-	Term   uint64 // raft term in which the proposing leader decided
-	ConnID uint64 // the session's connection as the leader's state showed it
+	Term    uint64 // raft term in which the proposing leader decided
+	ConnID  uint64 // the session's connection as the leader's state showed it
+	DelayMs int64
+	Paths   []string
 }
 
 func (r *expireRecord) Encode(e *jute.Encoder) {
 	e.WriteLong(int64(r.Term))
 	e.WriteLong(int64(r.ConnID))
+	if r.DelayMs != 0 || len(r.Paths) > 0 {
+		e.WriteLong(r.DelayMs)
+		e.WriteStrings(r.Paths)
+	}
 }
 
 func (r *expireRecord) Decode(d *jute.Decoder) error {
 	r.Term = uint64(d.ReadLong())
 	r.ConnID = uint64(d.ReadLong())
+	if d.Err() == nil && d.Remaining() > 0 {
+		r.DelayMs = d.ReadLong()
+		r.Paths = d.ReadStrings()
+	}
 	return d.Err()
+}
+
+// lockDelayBody is the body of an entryExpireSessionDelayed: the fence of
+// expireRecord and the lock-delay.
+func lockDelayBody(term, connID uint64, delayMs int64, paths []string) []byte {
+	return jute.Marshal(&expireRecord{Term: term, ConnID: connID, DelayMs: delayMs, Paths: paths})
 }

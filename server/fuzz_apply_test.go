@@ -22,7 +22,7 @@ func fuzzSM() (*stateMachine, *nopHooks) {
 var fuzzEntryTypes = []int32{
 	entryCreateSession, entryAttachSession, entryCloseSession, entryExpireSession, entrySetConfig,
 	entryDeleteContainer, entryDeleteTTL, jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
-	jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti,
+	jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti, entryExpireSessionDelayed, entryDeleteDelayed,
 }
 
 // applyEntry is one raft entry of an apply fuzz input.
@@ -71,6 +71,10 @@ func decodeApplyInput(b []byte) []applyEntry {
 			if in.pick(2) == 0 {
 				e.Body = jute.Marshal(&expireRecord{Term: uint64(in.pick(3)), ConnID: uint64(in.pick(4))})
 			}
+		case entryExpireSessionDelayed:
+			paths := [][]string{nil, {"/"}, {"/f/a"}, {"/f/a", "/f/b"}}[in.pick(4)]
+			e.Body = lockDelayBody(uint64(in.pick(3)), uint64(in.pick(4)), int64(in.pick(4))*1000, paths)
+		case entryDeleteDelayed:
 		case entrySetConfig:
 			e.Body = []byte("server.1=127.0.0.1:2888:3888:participant;2181\n")
 		case entryDeleteContainer, entryDeleteTTL:
@@ -178,7 +182,9 @@ func mustSnapshot(t *testing.T, sm *stateMachine) []byte {
 }
 
 // checkState checks the invariants of a state machine's state: the tree's
-// (znode.Check) and that every ephemeral's owner is a live session.
+// (znode.Check), that every ephemeral's owner is a live session or a dead
+// one whose ephemerals a lock-delay keeps, and that such a session is not
+// live.
 func checkState(sm *stateMachine) error {
 	sm.mu.RLock()
 	defer sm.mu.RUnlock()
@@ -186,8 +192,15 @@ func checkState(sm *stateMachine) error {
 		return err
 	}
 	for _, owner := range sm.tree.EphemeralOwners() {
-		if _, ok := sm.sessions.Get(owner); !ok {
+		_, live := sm.sessions.Get(owner)
+		_, kept := sm.delayed[owner]
+		if !live && !kept {
 			return fmt.Errorf("ephemerals of session %#x, which is not live", owner)
+		}
+	}
+	for id := range sm.delayed {
+		if _, live := sm.sessions.Get(id); live {
+			return fmt.Errorf("session %#x is live and has a lock-delay pending", id)
 		}
 	}
 	return nil
@@ -205,6 +218,8 @@ func applySeeds() [][]byte {
 		tSetConfig     = 4
 		tDelContainer  = 5
 		tCreate        = 7 // a client write: write() picks the op next
+		tExpireDelayed = 15
+		tDeleteDelayed = 16
 	)
 	ent := func(sid, typ, conn, seq byte, rest ...byte) []byte {
 		return append([]byte{1, sid, typ, conn, seq, 1, 0, 3}, rest...)
@@ -223,5 +238,11 @@ func applySeeds() [][]byte {
 		cat(ent(0, tCreateSession, 1, 0), ent(0, tCreate, 1, 1, 7, 3, 0, 1, 4, 0, 1, 2, 2, 3)), // multi
 		cat(ent(0, tCreateSession, 1, 0), create(1, 1, 0), []byte{0, 9, 0, 0, 0, 2, 0, 0, 0, 0}, create(2, 2, 0)),
 		{0x81, 0, 7, 1, 1, 1, 0, 3, 0, 1, 0, 0, 0, 3, 1, 0xff},
+		// Lock-delay: /f/a/b (under /f/a) is kept 2 s past the expiry at
+		// time 1 s, /f/b is removed at once; the removal at time 1 s is
+		// not due, at 3 s it is.
+		cat(ent(0, tCreateSession, 1, 0), create(1, 1, 1), create(2, 2, 1), create(3, 3, 2), create(4, 5, 2),
+			ent(0, tExpireDelayed, 0, 0, 2, 1, 1, 2), ent(0, tDeleteDelayed, 0, 0),
+			[]byte{1, 0, tDeleteDelayed, 0, 0, 3, 0, 3}),
 	}
 }

@@ -473,13 +473,16 @@ func (s *Server) expiryLoop() {
 	t := time.NewTicker(period)
 	defer t.Stop()
 	decided := map[int64]expiryDecision{}
+	delayed := map[int64]time.Time{}
 	for {
 		select {
 		case <-s.stopC:
 			return
 		case <-t.C:
 		}
-		s.expiryTick(time.Now(), decided)
+		now := time.Now()
+		s.expiryTick(now, decided)
+		s.delayedTick(now, delayed)
 	}
 }
 
@@ -559,13 +562,79 @@ func decideExpiries(isLeader bool, tracker *session.Tracker, sm *stateMachine, n
 // proposeExpiry proposes the expiry of a session, fenced by this leader's
 // term and the session's connection when the leader decided (see
 // expireRecord); a failed proposal is retried by the expiry loop (the
-// session stays marked closing).
+// session stays marked closing). With lock-delay configured, the entry
+// carries this leader's delay and paths (entryExpireSessionDelayed).
 func (s *Server) proposeExpiry(id int64, connID uint64) {
 	ctx, cancel := context.WithTimeout(s.stopCtx, 5*time.Second)
 	defer cancel()
-	e := &entry{Type: entryExpireSession, SessionID: id, Body: ExpireBody(s.leaderTerm.Load(), connID)}
+	ms, paths := s.cfg.LockDelay()
+	e := expiryEntry(id, s.leaderTerm.Load(), connID, ms, paths)
 	if err := s.propose(ctx, e, nil); err != nil {
 		s.log.Warn().Err(err).Str("session", sessionHex(id)).Msg("propose session expiry failed")
+	}
+}
+
+// expiryEntry is the expire entry of session id decided in term while its
+// connection was connID: entryExpireSession, or with a lock-delay
+// (delayMs > 0 and paths) entryExpireSessionDelayed carrying them.
+func expiryEntry(id int64, term, connID uint64, delayMs int64, paths []string) *entry {
+	if delayMs > 0 && len(paths) > 0 {
+		return &entry{Type: entryExpireSessionDelayed, SessionID: id, Body: lockDelayBody(term, connID, delayMs, paths)}
+	}
+	return &entry{Type: entryExpireSession, SessionID: id, Body: ExpireBody(term, connID)}
+}
+
+// delayedTick is the lock-delay round of the expiry loop: on the leader, it
+// proposes the removal of every dead session's kept ephemerals whose
+// deadline passed (decideDelayedDeletions). proposed carries the proposals
+// from round to round.
+func (s *Server) delayedTick(now time.Time, proposed map[int64]time.Time) []int64 {
+	retryAfter := 2 * time.Duration(s.cfg.ElectionTickMs*20) * time.Millisecond
+	return decideDelayedDeletions(s.leader.Load(), s.sm, now, retryAfter, proposed, s.proposeDelayedDeletion)
+}
+
+// decideDelayedDeletions is one round of the lock-delay decision: on the
+// leader, it proposes (through propose, with now as the entry's time) an
+// entryDeleteDelayed for each dead session whose kept ephemerals are due at
+// now, as the replicated state lists them (so a new leader finds the
+// deletions its predecessor left pending), and proposes one again when it
+// was not applied after retryAfter. It returns the sessions it proposed. A
+// member that is not the leader decides nothing.
+func decideDelayedDeletions(isLeader bool, sm *stateMachine, now time.Time, retryAfter time.Duration,
+	proposed map[int64]time.Time, propose func(id int64, timeMs int64)) []int64 {
+	if !isLeader {
+		clear(proposed)
+		return nil
+	}
+	due := sm.dueDelayed(now.UnixMilli())
+	pending := make(map[int64]bool, len(due))
+	var out []int64
+	for _, id := range due {
+		pending[id] = true
+		if at, ok := proposed[id]; ok && now.Sub(at) < retryAfter {
+			continue
+		}
+		proposed[id] = now
+		propose(id, now.UnixMilli())
+		out = append(out, id)
+	}
+	for id := range proposed {
+		if !pending[id] {
+			delete(proposed, id)
+		}
+	}
+	return out
+}
+
+// proposeDelayedDeletion proposes the removal of the ephemerals a
+// lock-delay kept for the dead session id, at timeMs; a failed proposal is
+// retried by the expiry loop.
+func (s *Server) proposeDelayedDeletion(id int64, timeMs int64) {
+	ctx, cancel := context.WithTimeout(s.stopCtx, 5*time.Second)
+	defer cancel()
+	e := &entry{Type: entryDeleteDelayed, SessionID: id, Time: timeMs}
+	if err := s.propose(ctx, e, nil); err != nil && s.stopCtx.Err() == nil {
+		s.log.Warn().Err(err).Str("session", sessionHex(id)).Msg("propose lock-delay removal failed")
 	}
 }
 

@@ -14,10 +14,11 @@ var _ consensus.SnapshotFreezer = (*stateMachine)(nil)
 
 // FreezeSnapshot implements consensus.SnapshotFreezer. On the raft loop it
 // copies what a snapshot needs: the tree's nodes (one struct copy each, see
-// znode.Frozen), the session table (already serialized: it is small) and
-// the write order per session. The returned function builds the snapshot's
-// bytes as of this point, off the loop, while later entries are applied;
-// Snapshot is the two steps at once, so there is one encoding.
+// znode.Frozen), the session table (already serialized: it is small), the
+// write order per session and the pending lock-delay deletions. The returned
+// function builds the snapshot's bytes as of this point, off the loop, while
+// later entries are applied; Snapshot is the two steps at once, so there is
+// one encoding.
 func (sm *stateMachine) FreezeSnapshot() (func() ([]byte, error), error) {
 	sm.mu.RLock()
 	defer sm.mu.RUnlock()
@@ -35,6 +36,11 @@ func (sm *stateMachine) FreezeSnapshot() (func() ([]byte, error), error) {
 	for id, o := range sm.order {
 		order = append(order, orderRec{id, o})
 	}
+	type delayedRec struct{ id, deadline int64 }
+	delayed := make([]delayedRec, 0, len(sm.delayed))
+	for id, d := range sm.delayed {
+		delayed = append(delayed, delayedRec{id, d})
+	}
 	return func() ([]byte, error) {
 		var tb bytes.Buffer
 		if err := tree.WriteSnapshot(&tb); err != nil {
@@ -42,7 +48,11 @@ func (sm *stateMachine) FreezeSnapshot() (func() ([]byte, error), error) {
 		}
 		slices.SortFunc(order, func(a, b orderRec) int { return cmp.Compare(a.id, b.id) })
 		out := make([]byte, 0, len(snapshotMagic)+24+tb.Len()+sessions.Len()+24*len(order))
-		out = append(out, snapshotMagic...)
+		if len(delayed) == 0 {
+			out = append(out, snapshotMagic...)
+		} else {
+			out = append(out, snapshotMagicDelayed...)
+		}
 		out = binary.BigEndian.AppendUint64(out, zxid)
 		out = binary.BigEndian.AppendUint64(out, uint64(tb.Len()))
 		out = append(out, tb.Bytes()...)
@@ -53,6 +63,14 @@ func (sm *stateMachine) FreezeSnapshot() (func() ([]byte, error), error) {
 			out = binary.BigEndian.AppendUint64(out, uint64(r.id))
 			out = binary.BigEndian.AppendUint64(out, r.o.ConnID)
 			out = binary.BigEndian.AppendUint64(out, r.o.Seq)
+		}
+		if len(delayed) > 0 {
+			slices.SortFunc(delayed, func(a, b delayedRec) int { return cmp.Compare(a.id, b.id) })
+			out = binary.BigEndian.AppendUint64(out, uint64(len(delayed)))
+			for _, r := range delayed {
+				out = binary.BigEndian.AppendUint64(out, uint64(r.id))
+				out = binary.BigEndian.AppendUint64(out, uint64(r.deadline))
+			}
 		}
 		return out, nil
 	}, nil

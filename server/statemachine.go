@@ -5,12 +5,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
 	"github.com/zkraft/zkraft/internal/mutation"
+	"github.com/zkraft/zkraft/internal/zoocfg"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/session"
 	"github.com/zkraft/zkraft/znode"
@@ -83,6 +85,15 @@ type applyHooks interface {
 //     of the leader that decided it and the session's connection is still
 //     the one that leader saw (expireRecord): a session that attached after
 //     the decision is never expired by it.
+//   - Lock-delay: an expiry with lock-delay (entryExpireSessionDelayed)
+//     removes the session and its ephemerals outside the record's Paths at
+//     once; those under them stay in the tree, owner unchanged, and
+//     delayed[session] holds their deadline (the expire entry's Time plus
+//     the record's DelayMs). Only an entryDeleteDelayed whose Time reached
+//     the deadline removes them. So a session in delayed is dead, owns
+//     exactly its kept ephemerals (clients may delete some meanwhile), and
+//     its id cannot be created again while it is there. delayed is
+//     replicated and snapshotted, so any later leader finds it.
 type stateMachine struct {
 	mu       sync.RWMutex
 	tree     *znode.Tree
@@ -91,6 +102,9 @@ type stateMachine struct {
 	// order holds, per session, the connection whose writes it applies and
 	// the sequence number of the last one. Replicated and snapshotted.
 	order map[int64]connOrder
+	// delayed maps a dead session whose ephemerals a lock-delay keeps to
+	// their deadline (ms, entry time). Replicated and snapshotted.
+	delayed map[int64]int64
 
 	lastZxid atomic.Int64 // zxid of the last applied entry
 
@@ -104,6 +118,7 @@ func newStateMachine(opts znode.Options, watches *watchManager, hooks applyHooks
 		tree:     znode.New(opts),
 		sessions: session.NewTable(),
 		order:    map[int64]connOrder{},
+		delayed:  map[int64]int64{},
 		treeOpts: opts,
 		watches:  watches,
 		hooks:    hooks,
@@ -148,7 +163,7 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 	if closed {
 		sm.hooks.sessionClosed(e.SessionID, expired, e.ConnID)
 	}
-	if e.Type == entryExpireSession && res.Err == errExpiryFenced {
+	if isExpiry(e.Type) && res.Err == errExpiryFenced {
 		sm.hooks.expiryRefused(res.Session)
 	}
 	if config != nil {
@@ -175,8 +190,10 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 			return
 		}
 		s := session.Session{ID: rec.ID, TimeoutMs: rec.TimeoutMs, Password: rec.Password}
-		if !sm.sessions.Add(s) {
-			res.Err = jute.ErrSessionExpired // id collision: refuse, never replace
+		if _, kept := sm.delayed[s.ID]; kept || !sm.sessions.Add(s) {
+			// id collision: refuse, never replace; a dead session whose
+			// ephemerals a lock-delay keeps must not own them again.
+			res.Err = jute.ErrSessionExpired
 			return
 		}
 		if e.ConnID != 0 {
@@ -193,13 +210,14 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 			return
 		}
 		sm.order[e.SessionID] = connOrder{ConnID: e.ConnID}
-	case entryCloseSession, entryExpireSession:
+	case entryCloseSession, entryExpireSession, entryExpireSessionDelayed:
 		sess, ok := sm.sessions.Get(e.SessionID)
 		if !ok {
 			return // already closed: closing is idempotent
 		}
-		if e.Type == entryExpireSession {
-			if res.Err = sm.expiryFence(e, sess, term); res.Err != 0 {
+		var rec expireRecord
+		if isExpiry(e.Type) {
+			if rec, res.Err = sm.expiryFence(e, sess, term); res.Err != 0 {
 				res.Session = sess
 				return
 			}
@@ -210,8 +228,29 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 		}
 		sm.sessions.Remove(e.SessionID)
 		delete(sm.order, e.SessionID)
+		if e.Type == entryExpireSessionDelayed && rec.DelayMs > 0 && len(rec.Paths) > 0 {
+			// Lock-delay: the ephemerals under rec.Paths stay until an
+			// entryDeleteDelayed at or after the deadline.
+			var kept int
+			events, kept = sm.tree.DeleteEphemeralsKeeping(ctx, e.SessionID, rec.Paths)
+			if kept > 0 {
+				sm.delayed[e.SessionID] = e.Time + min(rec.DelayMs, maxLockDelayMs)
+			}
+		} else {
+			events = sm.tree.DeleteEphemerals(ctx, e.SessionID)
+		}
+		closed, expired = true, isExpiry(e.Type)
+	case entryDeleteDelayed:
+		deadline, ok := sm.delayed[e.SessionID]
+		if !ok {
+			return // already removed: a retry, or nothing was kept
+		}
+		if e.Time < deadline {
+			res.Err = errNotDue
+			return
+		}
+		delete(sm.delayed, e.SessionID)
 		events = sm.tree.DeleteEphemerals(ctx, e.SessionID)
-		closed, expired = true, e.Type == entryExpireSession
 	case entrySetConfig:
 		data := append(append([]byte{}, e.Body...), fmt.Sprintf("version=%x", zxid)...)
 		events = sm.tree.SetConfig(ctx, data)
@@ -255,33 +294,46 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 	return
 }
 
+// errNotDue is the result of an entryDeleteDelayed whose Time is before the
+// deadline of the session's kept ephemerals: nothing changes.
+const errNotDue = jute.ErrBadArguments
+
+// maxLockDelayMs bounds the delay apply honours (zoocfg refuses more), so
+// that a deadline never overflows.
+const maxLockDelayMs = zoocfg.MaxLockDelayMs
+
 // errExpiryFenced is the result of an expire entry whose fence did not hold:
 // the session stays.
 const errExpiryFenced = jute.ErrSessionMoved
 
 // expiryFence checks an expire entry against the state (expireRecord): 0 if
 // the expiry applies, otherwise the error code of its refusal. term is the
-// raft term of the entry itself.
-func (sm *stateMachine) expiryFence(e *entry, sess session.Session, term uint64) int32 {
-	if len(e.Body) == 0 || mutation.Enabled(mutation.SkipExpiryFence) {
-		return 0 // written before the fence existed
-	}
+// raft term of the entry itself. It returns the decoded record (empty for
+// an entry written before the fence existed).
+func (sm *stateMachine) expiryFence(e *entry, sess session.Session, term uint64) (expireRecord, int32) {
 	var rec expireRecord
-	if err := jute.Unmarshal(e.Body, &rec); err != nil {
+	if len(e.Body) == 0 {
+		return rec, 0 // written before the fence existed
+	}
+	err := jute.Unmarshal(e.Body, &rec)
+	if mutation.Enabled(mutation.SkipExpiryFence) {
+		return rec, 0
+	}
+	if err != nil {
 		sm.log.Error().Err(err).Str("session", sessionHex(sess.ID)).Msg("undecodable expiry refused")
-		return jute.ErrMarshallingError
+		return rec, jute.ErrMarshallingError
 	}
 	if rec.Term != term {
 		sm.log.Info().Str("session", sessionHex(sess.ID)).Uint64("decided_in_term", rec.Term).Uint64("entry_term", term).
 			Msg("session expiry refused: the leader that decided it lost its term")
-		return errExpiryFenced
+		return rec, errExpiryFenced
 	}
 	if cur := sm.order[sess.ID].ConnID; cur != rec.ConnID {
 		sm.log.Info().Str("session", sessionHex(sess.ID)).Uint64("decided_conn", rec.ConnID).Uint64("current_conn", cur).
 			Msg("session expiry refused: the session attached after the leader decided")
-		return errExpiryFenced
+		return rec, errExpiryFenced
 	}
-	return 0
+	return rec, 0
 }
 
 // decodeWrite turns a client write request body into a znode.Write. It is
@@ -334,8 +386,16 @@ func decodeWrite(op int32, body []byte, maxLen int) (*znode.Write, int32) {
 	return w, 0
 }
 
-// snapshotMagic starts every state snapshot.
-const snapshotMagic = "ZKRAFTS1"
+// snapshotMagic starts every state snapshot without pending lock-delay
+// deletions; snapshotMagicDelayed one that has them, in a section after the
+// write order (uint64 count, then per dead session in id order, int64 id
+// and int64 deadline). A state without them is written exactly as before
+// lock-delay existed; a build that does not know the section refuses a
+// snapshot that has one rather than lose it.
+const (
+	snapshotMagic        = "ZKRAFTS1"
+	snapshotMagicDelayed = "ZKRAFTS2"
+)
 
 // Snapshot implements consensus.StateMachine: the tree and the sessions.
 func (sm *stateMachine) Snapshot() ([]byte, error) {
@@ -350,7 +410,7 @@ func (sm *stateMachine) Snapshot() ([]byte, error) {
 func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	r := bytes.NewReader(data)
 	magic := make([]byte, len(snapshotMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapshotMagic {
+	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != snapshotMagic && string(magic) != snapshotMagicDelayed) {
 		return fmt.Errorf("restore: not a zkraft snapshot")
 	}
 	var zxid, n uint64
@@ -402,8 +462,21 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 		}
 		order[int64(rec[0])] = connOrder{ConnID: rec[1], Seq: rec[2]}
 	}
+	delayed := map[int64]int64{}
+	if string(magic) == snapshotMagicDelayed {
+		if err := binary.Read(r, binary.BigEndian, &count); err != nil || count > uint64(r.Len()/16) {
+			return fmt.Errorf("restore lock-delay deletions: bad count")
+		}
+		for i := uint64(0); i < count; i++ {
+			var rec [2]int64
+			if err := binary.Read(r, binary.BigEndian, &rec); err != nil {
+				return fmt.Errorf("restore lock-delay deletions: %w", err)
+			}
+			delayed[rec[0]] = rec[1]
+		}
+	}
 	sm.mu.Lock()
-	sm.tree, sm.sessions, sm.order = tree, sessions, order
+	sm.tree, sm.sessions, sm.order, sm.delayed = tree, sessions, order, delayed
 	// Keep the snapshot's zxid, the one every peer reports at this point;
 	// storing index instead would put this member ahead of its peers.
 	if mutation.Enabled(mutation.RestoreRaftIndex) {
@@ -430,6 +503,21 @@ func (sm *stateMachine) sessionConns(ids []int64) []uint64 {
 	for i, id := range ids {
 		out[i] = sm.order[id].ConnID
 	}
+	return out
+}
+
+// dueDelayed returns, sorted, the dead sessions whose ephemerals a
+// lock-delay keeps until a deadline at or before nowMs.
+func (sm *stateMachine) dueDelayed(nowMs int64) []int64 {
+	sm.mu.RLock()
+	defer sm.mu.RUnlock()
+	var out []int64
+	for id, deadline := range sm.delayed {
+		if deadline <= nowMs {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
