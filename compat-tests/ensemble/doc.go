@@ -36,7 +36,13 @@
 //     every read in session order, and every acknowledged write in the
 //     final state. A fenced counter
 //     guarded by go-zookeeper's lock loses no update while holders pause
-//     past their session (their proxy cut) and are fenced off by token.
+//     past their session (their proxy cut) and are fenced off by token;
+//   - lock-delay (zkraft.lockDelayMs, lockdelay_test.go): a kazoo lock
+//     holder (kazoo_lock_holder.py) frozen with SIGSTOP loses its session,
+//     its ephemeral outside the lock paths goes at once, its lock node stays
+//     (owned by the dead session) and a waiting kazoo contender gets the
+//     lock only after the expiry plus the delay; a clean close releases at
+//     once. Against Apache ZooKeeper the test expects no delay.
 //
 // The fault tests take about 90 s in all on 2 cores:
 //

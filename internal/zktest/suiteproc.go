@@ -88,6 +88,15 @@ func startSuite(onLine func(string), timeout time.Duration, env, argv []string) 
 // complete.
 func (p *SuiteProcess) Done() <-chan struct{} { return p.done }
 
+// Signal sends sig to the suite's process group: SIGSTOP and SIGCONT pause
+// and resume a client program (its session then expires as if it hung).
+func (p *SuiteProcess) Signal(sig syscall.Signal) error {
+	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil {
+		return fmt.Errorf("signal %v to suite %s: %w", sig, strings.Join(p.argv, " "), err)
+	}
+	return nil
+}
+
 // kill ends the process group (if it still runs) and reaps it.
 func (p *SuiteProcess) kill() {
 	p.cancel()

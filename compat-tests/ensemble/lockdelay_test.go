@@ -1,0 +1,239 @@
+package ensemble
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/zktest"
+)
+
+// lockHolder is a running kazoo_lock_holder.py.
+type lockHolder struct {
+	name     string
+	proc     *zktest.SuiteProcess
+	session  chan int64
+	acquired chan time.Time // when the program took the lock, by its clock
+	closed   chan struct{}
+}
+
+// startLockHolder runs kazoo_lock_holder.py: a kazoo client on hosts with a
+// session of timeout that creates memberPath (ephemeral) and then takes
+// kazoo's Lock on lockPath, holding it until stopped.
+func startLockHolder(t *testing.T, name, hosts, lockPath, memberPath string, timeout time.Duration) *lockHolder {
+	t.Helper()
+	script, err := filepath.Abs("kazoo_lock_holder.py")
+	if err != nil {
+		t.Fatalf("locate kazoo_lock_holder.py: %v", err)
+	}
+	h := &lockHolder{name: name, session: make(chan int64, 1), acquired: make(chan time.Time, 1), closed: make(chan struct{})}
+	onLine := func(line string) {
+		t.Logf("%s: %s", name, line)
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 2 && f[0] == "session":
+			if id, err := strconv.ParseUint(f[1], 16, 64); err == nil {
+				h.session <- int64(id)
+			}
+		case len(f) == 3 && f[0] == "acquired":
+			if ms, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+				h.acquired <- time.UnixMilli(ms)
+			}
+		case line == "closed":
+			close(h.closed)
+		}
+	}
+	h.proc = zktest.StartSuite(t, 90*time.Second, nil, onLine, python, "-u", script, hosts, lockPath, memberPath,
+		strconv.FormatFloat(timeout.Seconds(), 'f', 1, 64))
+	return h
+}
+
+// sessionID waits for the holder's session.
+func (h *lockHolder) sessionID(t *testing.T) int64 {
+	t.Helper()
+	select {
+	case id := <-h.session:
+		return id
+	case <-h.proc.Done():
+		t.Fatalf("%s ended before its session was up", h.name)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no session within 30s", h.name)
+	}
+	return 0
+}
+
+// waitAcquired waits at most d for the holder to take its lock and returns
+// when it did (its own clock, the test's machine).
+func (h *lockHolder) waitAcquired(t *testing.T, d time.Duration) time.Time {
+	t.Helper()
+	select {
+	case at := <-h.acquired:
+		return at
+	case <-h.proc.Done():
+		t.Fatalf("%s ended without taking the lock", h.name)
+	case <-time.After(d):
+		t.Fatalf("%s did not take the lock within %v", h.name, d)
+	}
+	return time.Time{}
+}
+
+// lockNodes returns the lock's contender nodes, sorted by sequence number
+// (kazoo names them <uuid>__lock__<seq>).
+func lockNodes(t *testing.T, conn *zk.Conn, lockPath string) []string {
+	t.Helper()
+	if _, err := conn.Sync(lockPath); err != nil {
+		t.Fatalf("sync %s: %v", lockPath, err)
+	}
+	children, _, err := conn.Children(lockPath)
+	if err != nil && err != zk.ErrNoNode {
+		t.Fatalf("children of %s: %v", lockPath, err)
+	}
+	seq := func(name string) string { _, s, _ := strings.Cut(name, "__lock__"); return s }
+	for i := 1; i < len(children); i++ {
+		for j := i; j > 0 && seq(children[j]) < seq(children[j-1]); j-- {
+			children[j], children[j-1] = children[j-1], children[j]
+		}
+	}
+	return children
+}
+
+// TestLockDelayPausedHolder is "lock-delay on an ensemble with a paused
+// holder". Three members run with zkraft.lockDelayMs and
+// zkraft.lockDelayPaths=/locks,/app/locks. A kazoo client takes kazoo's
+// Lock (Curator-style sequential ephemerals) under /locks and also owns an
+// ephemeral outside the lock paths; a second kazoo client waits for the
+// lock. The holder's process is frozen (SIGSTOP) so its session expires:
+//   - its ephemeral outside the paths goes at expiry, as in ZooKeeper;
+//   - its lock node stays, still showing the dead session as its
+//     ephemeralOwner, and the contender does not get the lock before the
+//     expiry plus the delay, and gets it soon after;
+//   - a holder that closes its session cleanly releases at once (under
+//     /app/locks): no delay.
+//
+// Against Apache ZooKeeper (ZKRAFT_TARGETS=apache), which has no lock-delay,
+// the same test expects no delay: that checks the test itself.
+func TestLockDelayPausedHolder(t *testing.T) {
+	if out, err := exec.Command(python, "-c", "import kazoo.client").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import kazoo (install Debian's python3-kazoo: scripts/install-deps.sh): %v\n%s", python, err, out)
+	}
+	const (
+		delay          = 4 * time.Second
+		holderTimeout  = 3 * time.Second // a paused holder's session expires this long after its last ping
+		otherTimeout   = 10 * time.Second
+		eventSlack     = 500 * time.Millisecond // expiry's apply to the test's watch event, at most
+		removalLatency = 5 * time.Second        // deadline to the removal applied and the contender woken, at most
+	)
+	eachTarget(t, func(t *testing.T, target zktest.Target) {
+		want := delay
+		if target == zktest.Apache {
+			want = 0
+		}
+		c := zktest.StartCluster(t, 3, zktest.ClusterOptions{
+			Target: target, TickMs: tickMs, SuperDigest: zktest.DigestACLHash(superUser),
+			Extra: map[string]string{
+				"zkraft.lockDelayMs":    strconv.Itoa(int(delay / time.Millisecond)),
+				"zkraft.lockDelayPaths": "/locks,/app/locks",
+			},
+		})
+		hosts := c.ConnectString()
+		obs, _ := c.Connect(t, otherTimeout, quiet)
+
+		t.Run("paused_holder", func(t *testing.T) {
+			const lockPath, holderMember = "/locks/paused", "/members/paused-holder"
+			holder := startLockHolder(t, "holder", hosts, lockPath, holderMember, holderTimeout)
+			holderSession := holder.sessionID(t)
+			holder.waitAcquired(t, 20*time.Second)
+			contender := startLockHolder(t, "contender", hosts, lockPath, "/members/paused-contender", otherTimeout)
+			waitFor(t, 20*time.Second, "the contender's lock node", func() error {
+				if n := lockNodes(t, obs, lockPath); len(n) != 2 {
+					return fmt.Errorf("lock nodes %v", n)
+				}
+				return nil
+			})
+			heldNode := lockPath + "/" + lockNodes(t, obs, lockPath)[0]
+			ok, _, gone, err := obs.ExistsW(holderMember)
+			if err != nil || !ok {
+				t.Fatalf("watch %s: exists %v, %v", holderMember, ok, err)
+			}
+
+			if err := holder.proc.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			stopped := time.Now()
+			defer func() { _ = holder.proc.Signal(syscall.SIGCONT) }()
+			var expired time.Time
+			select {
+			case ev := <-gone:
+				expired = time.Now()
+				if ev.Type != zk.EventNodeDeleted {
+					t.Fatalf("event on %s: %+v", holderMember, ev)
+				}
+			case <-time.After(holderTimeout + 10*time.Second):
+				t.Fatalf("%s still there %v after the holder was frozen", holderMember, time.Since(stopped))
+			}
+			t.Logf("holder's session expired %v after SIGSTOP (its ephemeral outside the lock paths is gone)", expired.Sub(stopped))
+
+			if want > 0 {
+				// During the delay the lock node is still there, as the dead
+				// session's: it is what keeps the contender waiting.
+				if _, err := obs.Sync(heldNode); err != nil {
+					t.Fatalf("sync: %v", err)
+				}
+				ok, st, err := obs.Exists(heldNode)
+				if err != nil || !ok {
+					t.Fatalf("lock node %s gone at expiry (exists %v, %v): no lock-delay", heldNode, ok, err)
+				}
+				if st.EphemeralOwner != holderSession {
+					t.Fatalf("lock node %s: ephemeralOwner %#x, want the dead session %#x", heldNode, st.EphemeralOwner, holderSession)
+				}
+			}
+			acquired := contender.waitAcquired(t, want+removalLatency+5*time.Second)
+			after := acquired.Sub(expired)
+			t.Logf("contender took the lock %v after the holder's session expired (delay %v)", after, want)
+			if after < want-eventSlack {
+				t.Fatalf("contender took the lock %v after the holder's expiry; want at least the delay %v", after, want)
+			}
+			if after > want+removalLatency {
+				t.Fatalf("contender took the lock %v after the holder's expiry; want within %v of the delay %v", after, removalLatency, want)
+			}
+			if n := lockNodes(t, obs, lockPath); len(n) != 1 {
+				t.Fatalf("lock nodes after the handover: %v", n)
+			}
+		})
+
+		t.Run("clean_close_releases_at_once", func(t *testing.T) {
+			const lockPath = "/app/locks/clean"
+			holder := startLockHolder(t, "holder", hosts, lockPath, "/members/clean-holder", otherTimeout)
+			holder.waitAcquired(t, 20*time.Second)
+			contender := startLockHolder(t, "contender", hosts, lockPath, "/members/clean-contender", otherTimeout)
+			waitFor(t, 20*time.Second, "the contender's lock node", func() error {
+				if n := lockNodes(t, obs, lockPath); len(n) != 2 {
+					return fmt.Errorf("lock nodes %v", n)
+				}
+				return nil
+			})
+			closing := time.Now()
+			if err := holder.proc.Signal(syscall.SIGUSR1); err != nil {
+				t.Fatal(err)
+			}
+			acquired := contender.waitAcquired(t, 20*time.Second)
+			after := acquired.Sub(closing)
+			t.Logf("contender took the lock %v after the holder closed its session", after)
+			if after >= delay/2 {
+				t.Fatalf("contender took the lock %v after a clean close; a clean close must not be delayed (%v)", after, delay)
+			}
+			select {
+			case <-holder.closed:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("holder did not report its close")
+			}
+		})
+	})
+}
