@@ -36,7 +36,9 @@
 //     reconfigure, publishInitialConfig.
 //   - expiryLoop and containerLoop (Start, Server.wg, end on stopC): act only
 //     while this member is leader and propose their decisions; apply
-//     re-checks them.
+//     re-checks them. expiryLoop also proposes the removal of ephemerals a
+//     lock-delay kept (zkraft.lockDelayMs), once due by the replicated
+//     state's deadline (decideDelayedDeletions).
 //   - ensembles only, livenessSender, livenessReceiver (and one reader per
 //     accepted liveness connection) and servingMonitor (Start, Server.wg,
 //     end on stopC or when Stop closes the election-port listener).
