@@ -235,6 +235,8 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 			events, kept = sm.tree.DeleteEphemeralsKeeping(ctx, e.SessionID, rec.Paths)
 			if kept > 0 {
 				sm.delayed[e.SessionID] = e.Time + min(rec.DelayMs, maxLockDelayMs)
+				sm.log.Info().Str("session", sessionHex(e.SessionID)).Int("kept", kept).
+					Int64("delay_ms", rec.DelayMs).Msg("session expired, its ephemerals under the lock-delay paths stay until the delay passed")
 			}
 		} else {
 			events = sm.tree.DeleteEphemerals(ctx, e.SessionID)
@@ -251,6 +253,8 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 		}
 		delete(sm.delayed, e.SessionID)
 		events = sm.tree.DeleteEphemerals(ctx, e.SessionID)
+		sm.log.Info().Str("session", sessionHex(e.SessionID)).Int("removed", len(events)/2).
+			Msg("lock-delay passed, the expired session's remaining ephemerals removed")
 	case entrySetConfig:
 		data := append(append([]byte{}, e.Body...), fmt.Sprintf("version=%x", zxid)...)
 		events = sm.tree.SetConfig(ctx, data)
