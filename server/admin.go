@@ -110,6 +110,7 @@ var adminCommands = []adminCommand{
 		return jsonObject{{"zxid", strconv.FormatInt(r.snapshotIndex, 16)}, {"timestamp", at.Unix()}}, nil
 	}},
 	{names: []string{"leader", "lead"}, run: (*Server).adminLeader},
+	{names: []string{"locks"}, needsServing: true, run: (*Server).adminLocks}, // zkraft's, see locks.go
 	{names: []string{"monitor", "mntr"}, needsServing: true, run: func(s *Server, _ *http.Request) (jsonObject, error) {
 		return kvObject(s.monitorMetrics()), nil
 	}},
