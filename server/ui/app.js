@@ -37,7 +37,7 @@ function renderSelf(s) {
   const facts = [
     ["server", s.server_id], ["mode", s.mode], ["raft", s.raft_state],
     ["leader", s.leader_id], ["term", s.term], ["applied", s.applied], ["zxid", s.last_zxid],
-  ];
+  ].filter(([k]) => !(k === "leader" && s.mode === "standalone"));
   document.getElementById("self").replaceChildren(
     ...facts.map(([k, v]) => el("span", { "data-fact": k }, k + " ", el("b", {}, v))));
 }
