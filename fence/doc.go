@@ -51,4 +51,11 @@
 // writes the resource. Once the holder's session expired its ephemeral lock
 // node is gone, the check fails with NoNode and the write is not applied.
 // CheckedWrite builds that multi's operations for go-zookeeper.
+//
+// ZNodeGuard is the token guard with its record in a znode instead of a
+// file: each admitted write is one multi that sets the guard node to the
+// token at the version it read, with the write; a concurrent writer makes
+// the version check fail and the guard reads again. It serves writers that
+// hold a token but not the lock node (a service writing for lock holders),
+// across any number of hosts.
 package fence

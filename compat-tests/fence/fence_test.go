@@ -66,6 +66,18 @@ func TestPausedHolderIsFenced(t *testing.T) {
 	if err := write(aToken, "A1"); err != nil {
 		t.Fatalf("A's write while holding: %v", err)
 	}
+	// The same resource scheme with the token record in a znode: A's guard
+	// runs on A's own connection.
+	if _, err := observer.Create("/data2", []byte("initial"), 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	set2 := func(v string) *zk.SetDataRequest {
+		return &zk.SetDataRequest{Path: "/data2", Data: []byte(v), Version: -1}
+	}
+	aGuard := fence.ZNodeGuard{Conn: a, Node: "/data2-token", ACL: acl}
+	if _, err := aGuard.Do(aToken, set2("A1")); err != nil {
+		t.Fatalf("A's znode-guarded write while holding: %v", err)
+	}
 
 	// A stalls: nothing of its connection moves, so its session expires and
 	// its lock node goes.
@@ -97,6 +109,10 @@ func TestPausedHolderIsFenced(t *testing.T) {
 		t.Fatalf("B's write: %v", err)
 	}
 	t.Logf("A: node %s token %d; B: node %s token %d", aNode, aToken, bNode, bToken)
+	bGuard := fence.ZNodeGuard{Conn: b, Node: "/data2-token", ACL: acl}
+	if _, err := bGuard.Do(bToken, set2("B")); err != nil {
+		t.Fatalf("B's znode-guarded write: %v", err)
+	}
 
 	// A resumes and writes late, still believing it holds the lock.
 	proxy.Block(faultproxy.Up, false)
@@ -113,10 +129,20 @@ func TestPausedHolderIsFenced(t *testing.T) {
 		t.Fatalf("guard's highest = %d, %v; want B's token %d", h, err, bToken)
 	}
 
-	// The zkraft-native form: a multi that checks the writer's lock node at
-	// its version with the write. A (on a new session: its old one expired)
-	// still names its old lock node: refused, nothing written.
+	// The znode guard refuses A's late write too (A on a new session: its
+	// old one expired), and /data2 keeps B's value.
 	a2, _ := srv.Connect(t)
+	_, err = fence.ZNodeGuard{Conn: a2, Node: "/data2-token", ACL: acl}.Do(aToken, set2("A2 (late)"))
+	if !errors.Is(err, fence.ErrStaleToken) {
+		t.Fatalf("A's late znode-guarded write: got %v, want a stale-token refusal", err)
+	}
+	if got, _, err := observer.Get("/data2"); err != nil || string(got) != "B" {
+		t.Fatalf("/data2 = %q, %v; want B's write", got, err)
+	}
+
+	// The zkraft-native form: a multi that checks the writer's lock node at
+	// its version with the write. A still names its old lock node: refused,
+	// nothing written.
 	res, err := a2.Multi(fence.CheckedWrite(aNode, aVersion, &zk.SetDataRequest{Path: "/data", Data: []byte("A late"), Version: -1})...)
 	if err == nil && (len(res) == 0 || res[0].Error == nil) {
 		t.Fatalf("A's fenced multi succeeded: %v", res)
