@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -235,4 +236,50 @@ func TestLockScanBounded(t *testing.T) {
 	require.Len(t, v.dirs[0].waiters, 4)
 	v = s.lockScanLimit(4)
 	require.Contains(t, v.text(), "truncated after 4 ephemerals\n")
+}
+
+// BenchmarkLockScan measures one lock scan over 100,000 ephemerals: 10,000
+// lock directories of 10 contenders each (the README quotes its figure).
+func BenchmarkLockScan(b *testing.B) {
+	cfg := Default()
+	cfg.ClientPort, cfg.ClientPortAddress, cfg.DataDir, cfg.AdminEnabled = 0, "127.0.0.1", b.TempDir(), false
+	cfg.MaxClientCnxns = 0
+	s := New(cfg, zerolog.Nop())
+	require.NoError(b, s.Start())
+	defer func() { require.NoError(b, s.Stop()) }()
+	c, _, err := zk.Connect([]string{s.Addr().String()}, 10*time.Second, zk.WithLogInfo(false))
+	require.NoError(b, err)
+	defer c.Close()
+	acl := zk.WorldACL(zk.PermAll)
+	const dirs, per = 10_000, 10
+	var ops []any
+	flush := func() {
+		if len(ops) > 0 {
+			_, err := c.Multi(ops...)
+			require.NoError(b, err)
+			ops = ops[:0]
+		}
+	}
+	for d := 0; d < dirs; d++ {
+		dir := fmt.Sprintf("/l%d", d)
+		ops = append(ops, &zk.CreateRequest{Path: dir, Acl: acl})
+		for i := 0; i < per; i++ {
+			ops = append(ops, &zk.CreateRequest{Path: dir + "/lock-", Acl: acl, Flags: zk.FlagEphemeral | zk.FlagSequence})
+		}
+		if len(ops) >= 1000 {
+			flush()
+		}
+	}
+	flush()
+	var locked time.Duration
+	n := 0
+	for b.Loop() {
+		v := s.lockScan()
+		if len(v.dirs) != dirs || v.scanned != dirs*per {
+			b.Fatalf("scan found %d dirs, %d ephemerals", len(v.dirs), v.scanned)
+		}
+		locked += v.locked
+		n++
+	}
+	b.ReportMetric(float64(locked.Microseconds())/float64(n)/1000, "read-lock-ms/op")
 }

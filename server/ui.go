@@ -90,7 +90,7 @@ func (s *Server) uiState() jsonObject {
 		{"commit", r.commit}, {"applied", r.applied}, {"last_zxid", "0x" + strconv.FormatInt(s.sm.lastZxid.Load(), 16)},
 		{"version", Version}, {"time_ms", now.UnixMilli()},
 	}
-	locks := jsonObject{{"locks", []jsonObject{}}, {"scanned_ephemerals", 0}, {"truncated", false}}
+	locks := lockView{}.json()
 	sessions := []jsonObject{}
 	if s.serving.Load() {
 		locks = s.lockScan().json()
