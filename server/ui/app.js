@@ -119,8 +119,9 @@ function renderZnode(z) {
   const kids = z.children.map(c => el("li", {}, el("a", { onclick: () => browse(childPath(z.path, c)) }, c)));
   if (z.children_truncated) kids.push(el("li", { class: "note" }, "… more not shown"));
   list.replaceChildren(...kids);
+  const show = (k, v) => (k === "ctime" || k === "mtime") && v > 0 ? v + " (" + new Date(v).toISOString() + ")" : v;
   fillBody(document.getElementById("stat"), Object.entries(z.stat).map(([k, v]) =>
-    el("tr", {}, el("th", {}, k), el("td", { class: "mono" }, v))));
+    el("tr", {}, el("th", {}, k), el("td", { class: "mono" }, show(k, v)))));
   data.textContent = z.data_hidden ? "(data not shown: the ACL does not let world:anyone read it)"
     : z.data === null ? "(null)" : (z.data_encoding === "hex" ? "hex: " : "") + z.data;
 }
