@@ -12,8 +12,8 @@ import (
 )
 
 // A key-value resource kept in a JSON file, written only under the guard.
-// A program run as `zkraft lock /locks/config -- prog` reads its token with
-// fence.TokenFromEnv; here the tokens are written out.
+// A program run under `zkraft lock` reads its token with fence.TokenFromEnv;
+// here the tokens are written out.
 func Example() {
 	dir, err := os.MkdirTemp("", "fence-example")
 	if err != nil {
