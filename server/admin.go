@@ -110,6 +110,7 @@ var adminCommands = []adminCommand{
 		return jsonObject{{"zxid", strconv.FormatInt(r.snapshotIndex, 16)}, {"timestamp", at.Unix()}}, nil
 	}},
 	{names: []string{"leader", "lead"}, run: (*Server).adminLeader},
+	{names: []string{"locks"}, needsServing: true, run: (*Server).adminLocks}, // zkraft's, see locks.go
 	{names: []string{"monitor", "mntr"}, needsServing: true, run: func(s *Server, _ *http.Request) (jsonObject, error) {
 		return kvObject(s.monitorMetrics()), nil
 	}},
@@ -195,6 +196,7 @@ var adminCommandsByName = func() map[string]*adminCommand {
 
 func (o *operability) adminHandler() http.Handler {
 	base := o.s.cfg.AdminCommandURL
+	ui := o.uiHandler()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -206,6 +208,8 @@ func (o *operability) adminHandler() http.Handler {
 			o.writeCommandList(w, base)
 		case strings.HasPrefix(p, base+"/"):
 			o.runCommand(w, r, strings.TrimPrefix(p, base+"/"))
+		case p == uiPrefix || strings.HasPrefix(p, uiPrefix+"/"):
+			ui.ServeHTTP(w, r) // the web view, ui.go
 		default:
 			http.NotFound(w, r)
 		}

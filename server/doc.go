@@ -43,7 +43,10 @@
 //     accepted liveness connection) and servingMonitor (Start, Server.wg,
 //     end on stopC or when Stop closes the election-port listener).
 //   - AdminServer and Prometheus endpoint: one http.Server.Serve goroutine
-//     each (operability.start), ended by operability.stop from Stop.
+//     each (operability.start), ended by operability.stop from Stop. The
+//     AdminServer also serves the web view (/ui, ui.go) and the locks
+//     command (locks.go); their handlers take stateMachine.mu (read) and
+//     Server.connMu one after the other, never nested.
 //
 // # Lock order
 //

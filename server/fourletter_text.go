@@ -20,6 +20,7 @@ var allFourLetterWords = map[string]bool{
 	"ruok": true, "srvr": true, "stat": true, "conf": true, "cons": true, "crst": true, "dump": true,
 	"envi": true, "mntr": true, "wchs": true, "wchc": true, "wchp": true, "dirs": true, "isro": true,
 	"srst": true, "gtmk": true, "stmk": true, "hash": true,
+	"lcks": true, // zkraft's own (locks.go); not enabled by "*", only when listed
 }
 
 func isFourLetterWord(s string) bool { return allFourLetterWords[s] }
@@ -74,6 +75,8 @@ func (s *Server) fourLetterOutput(cmd string) string {
 		if m := s.membershipText(); m != "" {
 			b.WriteString("membership: \n" + m)
 		}
+	case "lcks":
+		b.WriteString(s.lockScan().text())
 	case "cons":
 		for _, c := range s.connViews() {
 			b.WriteString(c.line(false))

@@ -25,6 +25,7 @@
 //	| system_properties   | JVM system properties                 | process facts (go.*, os.*, user.*)    | same; environment variables not exposed   |
 //	| gtmk, stmk, hash    | enabled by whitelist "*"              | refused ("not in the whitelist")      | no ZooKeeper tracing or digest log        |
 //	| dump connections    | NIO expiry buckets, incl. empty ones  | one bucket per expiry time            | no NIO connection expiry queue            |
+//	| command list        | ZooKeeper's commands                  | + locks (lock directories, issue 12)  | zkraft's own; lcks 4lw only if listed     |
 //
 // Run with `go test ./compat-tests/fourletter/ -count=1 -v`; ZKRAFT_TARGETS
 // picks the targets compared with the reference (the reference Apache always

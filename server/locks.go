@@ -1,0 +1,273 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// The lock view (issue 12): the AdminServer's "locks" command, the opt-in
+// four-letter word lcks and the web view's lock table show every lock
+// directory the server recognises, with its holders and the waiters in
+// order.
+//
+// Recognised names. Every lock recipe creates one ephemeral sequential
+// child per contender, named <prefix><10-digit sequence>; the prefix says
+// the recipe and mode:
+//
+//	prefix                 recipe              mode
+//	_c_<uuid>-lock-        curator             exclusive (Curator InterProcessMutex, protected; go-zookeeper's zk.Lock)
+//	lock-, <guid>-lock-    lock                exclusive (unprotected Curator, the ZooKeeper docs' recipe)
+//	x-<sessionid>-         zookeeper-recipe    exclusive (zookeeper-recipes-lock WriteLock)
+//	<uuid>__lock__         kazoo               exclusive (kazoo Lock and WriteLock)
+//	<uuid>__rlock__        kazoo               read      (kazoo ReadLock)
+//	[_c_<uuid>-]__WRIT__   curator             write     (Curator InterProcessReadWriteLock)
+//	[_c_<uuid>-]__READ__   curator             read      (Curator InterProcessReadWriteLock)
+//
+// In a directory the contenders are ordered by sequence number. The first
+// one holds the lock if it is exclusive or a writer; otherwise every reader
+// before the first exclusive or writer node holds it (shared). The others
+// wait, in order.
+//
+// Cost. The scan looks only at ephemeral nodes (the tree's ephemeral index,
+// znode.Tree.EachEphemeral), never walks the tree: under the state
+// machine's read lock it reads the name of at most maxLockScan ephemerals
+// and the Stat of those named like lock nodes, O(E) for E ephemerals;
+// grouping, sorting and the client addresses come after the lock is
+// released. Writes wait while the read lock is held: BenchmarkLockScan
+// measured about 60 ms per 100,000 lock nodes on a busy 2-core machine, and
+// each answer reports its own time (scan_read_lock_us). Beyond maxLockScan
+// the view is marked truncated. Lock nodes that are not ephemeral (no
+// recipe makes them) are not shown.
+
+// maxLockScan bounds the ephemerals one lock scan reads.
+const maxLockScan = 200_000
+
+// lockMode is how a contender takes its lock.
+type lockMode string
+
+const (
+	modeExclusive lockMode = "exclusive"
+	modeRead      lockMode = "read"
+	modeWrite     lockMode = "write"
+)
+
+// parseLockName recognises a lock contender's node name: its recipe, mode
+// and sequence number.
+func parseLockName(name string) (recipe string, mode lockMode, seq int64, ok bool) {
+	const digits = 10
+	if len(name) <= digits {
+		return "", "", 0, false
+	}
+	prefix, suffix := name[:len(name)-digits], name[len(name)-digits:]
+	for _, r := range suffix {
+		if r < '0' || r > '9' {
+			return "", "", 0, false
+		}
+	}
+	seq, err := strconv.ParseInt(suffix, 10, 64)
+	if err != nil {
+		return "", "", 0, false
+	}
+	protected := strings.HasPrefix(prefix, "_c_")
+	switch {
+	case strings.HasSuffix(prefix, "__rlock__"):
+		return "kazoo", modeRead, seq, true
+	case strings.HasSuffix(prefix, "__lock__"):
+		return "kazoo", modeExclusive, seq, true
+	case strings.HasSuffix(prefix, "__READ__") && (protected || prefix == "__READ__"):
+		return "curator", modeRead, seq, true
+	case strings.HasSuffix(prefix, "__WRIT__") && (protected || prefix == "__WRIT__"):
+		return "curator", modeWrite, seq, true
+	case strings.HasSuffix(prefix, "lock-") && protected:
+		return "curator", modeExclusive, seq, true
+	case strings.HasSuffix(prefix, "lock-"):
+		return "lock", modeExclusive, seq, true
+	case isRecipeWriteLockPrefix(prefix):
+		return "zookeeper-recipe", modeExclusive, seq, true
+	}
+	return "", "", 0, false
+}
+
+// isRecipeWriteLockPrefix matches "x-<session id in decimal>-".
+func isRecipeWriteLockPrefix(p string) bool {
+	if !strings.HasPrefix(p, "x-") || !strings.HasSuffix(p, "-") || len(p) < 4 {
+		return false
+	}
+	_, err := strconv.ParseInt(p[2:len(p)-1], 10, 64)
+	return err == nil
+}
+
+// lockContender is one contender of a lock directory.
+type lockContender struct {
+	path    string // full path
+	node    string // name in its directory
+	recipe  string
+	mode    lockMode
+	seq     int64
+	session int64
+	czxid   int64 // the fencing token
+	ctime   int64 // ms since the epoch
+	client  string
+}
+
+// lockDir is one lock directory.
+type lockDir struct {
+	path    string
+	holders []lockContender
+	waiters []lockContender
+}
+
+// lockView is what a lock scan found.
+type lockView struct {
+	at        time.Time
+	dirs      []lockDir     // sorted by path
+	scanned   int           // ephemerals read
+	truncated bool          // maxLockScan was reached
+	locked    time.Duration // how long the scan held the state read lock
+}
+
+// lockScan reads the lock directories; see the cost note above.
+func (s *Server) lockScan() lockView {
+	return s.lockScanLimit(maxLockScan)
+}
+
+func (s *Server) lockScanLimit(limit int) lockView {
+	v := lockView{at: time.Now()}
+	var found []lockContender
+	s.sm.mu.RLock()
+	start := time.Now()
+	s.sm.tree.EachEphemeral(func(p string, st jute.Stat) bool {
+		if v.scanned >= limit {
+			v.truncated = true
+			return false
+		}
+		v.scanned++
+		slash := strings.LastIndexByte(p, '/')
+		recipe, mode, seq, ok := parseLockName(p[slash+1:])
+		if !ok {
+			return true
+		}
+		found = append(found, lockContender{
+			path: p, node: p[slash+1:], recipe: recipe, mode: mode, seq: seq,
+			session: st.EphemeralOwner, czxid: st.Czxid, ctime: st.Ctime,
+		})
+		return true
+	})
+	v.locked = time.Since(start)
+	s.sm.mu.RUnlock()
+
+	// Grouping and sorting happen after the lock is released.
+	byDir := map[string][]lockContender{}
+	for _, c := range found {
+		dir := c.path[:len(c.path)-len(c.node)-1]
+		if dir == "" {
+			dir = "/"
+		}
+		byDir[dir] = append(byDir[dir], c)
+	}
+
+	clients := s.sessionClients()
+	for _, dir := range sortedKeys(byDir) {
+		cs := byDir[dir]
+		sort.Slice(cs, func(i, j int) bool { return cs[i].seq < cs[j].seq })
+		for i := range cs {
+			cs[i].client = clients[cs[i].session]
+		}
+		n := 1
+		if cs[0].mode == modeRead {
+			n = 0
+			for n < len(cs) && cs[n].mode == modeRead {
+				n++
+			}
+		}
+		v.dirs = append(v.dirs, lockDir{path: dir, holders: cs[:n], waiters: cs[n:]})
+	}
+	return v
+}
+
+// sessionClients maps the sessions attached to this member to their
+// clients' addresses. Sessions of other members are missing: this member
+// does not know where their clients are.
+func (s *Server) sessionClients() map[int64]string {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	out := make(map[int64]string, len(s.bySess))
+	for id, c := range s.bySess {
+		out[id] = javaAddr(c.remote)
+	}
+	return out
+}
+
+// heldMs is how long ago ctime was, never negative (members' clocks differ).
+func heldMs(now time.Time, ctime int64) int64 {
+	return max(now.UnixMilli()-ctime, 0)
+}
+
+func (c lockContender) json(now time.Time, since string) jsonObject {
+	return jsonObject{
+		{"node", c.node},
+		{"recipe", c.recipe},
+		{"mode", string(c.mode)},
+		{"session_id", sessionHex(c.session)},
+		{"client_address", c.client},
+		{"token", strconv.FormatInt(c.czxid, 10)},
+		{"ctime", c.ctime},
+		{since, heldMs(now, c.ctime)},
+	}
+}
+
+// json is the locks command's body.
+func (v lockView) json() jsonObject {
+	locks := []jsonObject{}
+	for _, d := range v.dirs {
+		holders, waiters := []jsonObject{}, []jsonObject{}
+		for _, c := range d.holders {
+			holders = append(holders, c.json(v.at, "held_for_ms"))
+		}
+		for _, c := range d.waiters {
+			waiters = append(waiters, c.json(v.at, "waiting_for_ms"))
+		}
+		locks = append(locks, jsonObject{{"path", d.path}, {"holders", holders}, {"waiters", waiters}})
+	}
+	return jsonObject{{"locks", locks}, {"scanned_ephemerals", v.scanned}, {"truncated", v.truncated},
+		{"scan_read_lock_us", v.locked.Microseconds()}}
+}
+
+// text is the lcks four-letter word's output.
+func (v lockView) text() string {
+	var b strings.Builder
+	for _, d := range v.dirs {
+		fmt.Fprintf(&b, "%s\n", d.path)
+		line := func(role string, c lockContender, what string) {
+			fmt.Fprintf(&b, "\t%s %s %s session=%s client=%s token=%d %s=%dms\n",
+				role, c.node, c.mode, sessionHex(c.session), orDash(c.client), c.czxid, what, heldMs(v.at, c.ctime))
+		}
+		for _, c := range d.holders {
+			line("holder", c, "held")
+		}
+		for _, c := range d.waiters {
+			line("waiter", c, "waiting")
+		}
+	}
+	if v.truncated {
+		fmt.Fprintf(&b, "truncated after %d ephemerals\n", v.scanned)
+	}
+	return b.String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (s *Server) adminLocks(_ *http.Request) (jsonObject, error) {
+	return s.lockScan().json(), nil
+}
