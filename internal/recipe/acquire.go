@@ -199,7 +199,9 @@ func wait(ctx context.Context, conn *zk.Conn, l Layout, dir, name string) (*Node
 
 // WatchNode reports on the returned channel (once, then closes it) why
 // the node at p stopped being held: it was deleted, or its session ended.
-// It stops, without a report, when stop is closed.
+// It stops, without a report, once stop is closed and the request in flight
+// (if any) has returned: close the connection too, to end a request that
+// waits for a dropped connection to come back.
 func WatchNode(conn *zk.Conn, p string, stop <-chan struct{}) <-chan error {
 	out := make(chan error, 1)
 	go func() {

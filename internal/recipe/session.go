@@ -73,6 +73,7 @@ type Session struct {
 	changes chan Change
 	stop    chan struct{}
 	done    chan struct{}
+	once    sync.Once
 }
 
 // Connect opens a session to hosts (comma-separated host:port list) with
@@ -110,14 +111,13 @@ func (s *Session) Changes() <-chan Change { return s.changes }
 // until a session is established).
 func (s *Session) Timeout() time.Duration { return time.Duration(s.negotiated.Load()) }
 
-// Close closes the session and stops its goroutine.
+// Close closes the session and stops its goroutine. It may be called more
+// than once.
 func (s *Session) Close() {
-	s.Conn.Close()
-	select {
-	case <-s.stop:
-	default:
+	s.once.Do(func() {
+		s.Conn.Close()
 		close(s.stop)
-	}
+	})
 	<-s.done
 }
 
