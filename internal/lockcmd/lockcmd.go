@@ -355,6 +355,12 @@ func hold(spec holdSpec, rep *reporter) int {
 // release deletes the node (bounded) and closes the session, which also
 // removes the node if the delete could not be sent.
 func release(sess *recipe.Session, node *recipe.Node, rep *reporter) {
+	if sess.Conn.State() != zk.StateHasSession {
+		// A delete would wait for the connection to come back.
+		rep.debug(nil, "disconnected: closing the session without deleting %s", node.Path)
+		sess.Close()
+		return
+	}
 	done := make(chan error, 1)
 	go func() { done <- sess.Conn.Delete(node.Path, -1) }()
 	t := time.NewTimer(releaseTimeout)
