@@ -149,8 +149,9 @@ func (p *proc) send(t *testing.T, line string) {
 	}
 }
 
-// expect reads stdout lines until one equals want, for at most d.
-func (p *proc) expect(t *testing.T, d time.Duration, want string) {
+// expect reads stdout lines until one equals want, for at most d, and
+// returns the lines read before it.
+func (p *proc) expect(t *testing.T, d time.Duration, want string) []string {
 	t.Helper()
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -162,7 +163,7 @@ func (p *proc) expect(t *testing.T, d time.Duration, want string) {
 				t.Fatalf("%s: stdout ended without %q (saw %q); stderr:\n%s", p.name, want, seen, p.Stderr())
 			}
 			if l == want {
-				return
+				return seen
 			}
 			if strings.HasPrefix(l, "error") {
 				t.Fatalf("%s: %s", p.name, l)
@@ -170,6 +171,7 @@ func (p *proc) expect(t *testing.T, d time.Duration, want string) {
 			seen = append(seen, l)
 		case <-timer.C:
 			t.Fatalf("%s: no line %q within %v (saw %q); stderr:\n%s", p.name, want, d, seen, p.Stderr())
+			return nil
 		}
 	}
 }
