@@ -131,17 +131,18 @@ func TestLockExitStatus(t *testing.T) {
 		bin := zkraftBin(t)
 		conn, _ := srv.Connect(t)
 		tests := []struct {
+			name   string
 			script string
 			want   int
 		}{
-			{"exit 0", 0},
-			{"exit 3", 3},
-			{"exit 42", 42},
-			{"kill -KILL $$", 128 + int(syscall.SIGKILL)},
-			{`test -n "$ZKRAFT_LOCK_TOKEN" && test "$ZKRAFT_LOCK_TOKEN" -gt 0 && case "$ZKRAFT_LOCK_NODE" in /locktool/status/_c_*-lock-*) exit 5;; esac; exit 1`, 5},
+			{"success", "exit 0", 0},
+			{"failure", "exit 3", 3},
+			{"status 42", "exit 42", 42},
+			{"killed", "kill -KILL $$", 128 + int(syscall.SIGKILL)},
+			{"environment", `test -n "$ZKRAFT_LOCK_TOKEN" && test "$ZKRAFT_LOCK_TOKEN" -gt 0 && case "$ZKRAFT_LOCK_NODE" in /locktool/status/_c_*-lock-*) exit 5;; esac; exit 1`, 5},
 		}
 		for _, tc := range tests {
-			t.Run(tc.script, func(t *testing.T) {
+			t.Run(tc.name, func(t *testing.T) {
 				p := start(t, nil, false, bin, "lock", "--server", srv.Addr, "/locktool/status", "--", "sh", "-c", tc.script)
 				if got := p.wait(t, 20*time.Second); got != tc.want {
 					t.Errorf("exit status %d, want %d; stderr: %s", got, tc.want, p.Stderr())
