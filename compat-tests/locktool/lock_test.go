@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/zkraft/zkraft/internal/faultproxy"
+	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/zktest"
 )
 
@@ -152,6 +153,19 @@ func TestLockExitStatus(t *testing.T) {
 				}
 			})
 		}
+		t.Run("no server", func(t *testing.T) {
+			port, err := freeport.Port()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := start(t, nil, false, bin, "lock", "--server", fmt.Sprintf("127.0.0.1:%d", port), "--session-timeout", "1s", "/locktool/status", "--", "true")
+			if got := p.wait(t, 20*time.Second); got != 1 {
+				t.Errorf("exit status %d, want 1; stderr: %s", got, p.Stderr())
+			}
+			if !strings.Contains(p.Stderr(), "cannot connect to 127.0.0.1:") {
+				t.Errorf("stderr: %q", p.Stderr())
+			}
+		})
 		t.Run("cannot start", func(t *testing.T) {
 			p := start(t, nil, false, bin, "lock", "--server", srv.Addr, "/locktool/status", "--", "/nonexistent/cmd")
 			if got := p.wait(t, 20*time.Second); got != 127 {

@@ -186,8 +186,8 @@ type holdSpec struct {
 }
 
 // connect opens the session and waits for it, within the session timeout
-// (or --wait, if longer).
-func connect(c common, rep *reporter) (*recipe.Session, int) {
+// (or --wait, if longer); a signal ends the wait (status 128+signal).
+func connect(c common, rep *reporter, sigC <-chan os.Signal) (*recipe.Session, int) {
 	var logger zk.Logger
 	if rep.log != nil {
 		logger = zkLogger{rep}
@@ -198,10 +198,22 @@ func connect(c common, rep *reporter) (*recipe.Session, int) {
 		return nil, ExitFailure
 	}
 	bound := max(c.sessionTimeout, c.wait)
-	if err := s.WaitConnected(bound); err != nil {
-		s.Close()
-		rep.error(map[string]any{"server": c.server}, "cannot connect to %s: no session within %v", c.server, bound)
-		return nil, ExitFailure
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for s.Conn.State() != zk.StateHasSession {
+		select {
+		case <-deadline.C:
+			s.Close()
+			rep.error(map[string]any{"server": c.server}, "cannot connect to %s: no session within %v", c.server, bound)
+			return nil, ExitFailure
+		case sig := <-sigC:
+			s.Close()
+			rep.warn(nil, "%v while connecting to %s: gave up", sig, c.server)
+			return nil, 128 + int(sig.(syscall.Signal))
+		case <-tick.C:
+		}
 	}
 	rep.debug(map[string]any{"session": fmt.Sprintf("%#x", s.Conn.SessionID()), "timeout": s.Timeout().String()},
 		"session established")
@@ -216,7 +228,7 @@ func hold(spec holdSpec, rep *reporter) int {
 	defer signal.Stop(sigC)
 
 	started := time.Now()
-	sess, code := connect(spec.common, rep)
+	sess, code := connect(spec.common, rep, sigC)
 	if sess == nil {
 		return code
 	}
@@ -384,7 +396,7 @@ func watchLeader(c common, p string, stdout io.Writer, rep *reporter) int {
 	sigC := make(chan os.Signal, 1)
 	signal.Notify(sigC, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigC)
-	sess, code := connect(c, rep)
+	sess, code := connect(c, rep, sigC)
 	if sess == nil {
 		return code
 	}
