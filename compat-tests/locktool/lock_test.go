@@ -153,6 +153,12 @@ func TestLockExitStatus(t *testing.T) {
 				}
 			})
 		}
+		t.Run("ZKRAFT_SERVER", func(t *testing.T) {
+			p := start(t, []string{"ZKRAFT_SERVER=" + srv.Addr}, false, bin, "lock", "/locktool/status", "--", "sh", "-c", "exit 6")
+			if got := p.wait(t, 20*time.Second); got != 6 {
+				t.Errorf("exit status %d, want 6; stderr: %s", got, p.Stderr())
+			}
+		})
 		t.Run("no server", func(t *testing.T) {
 			port, err := freeport.Port()
 			if err != nil {
@@ -211,6 +217,26 @@ func TestLockWaitAndSignals(t *testing.T) {
 		}
 		if left := children(t, conn, lockPath); len(left) != 1 {
 			t.Errorf("after the waiter gave up: lock nodes %v, want only the holder's", left)
+		}
+
+		// A signal while waiting ends the wait (128+signal) and removes
+		// the waiter's node.
+		waiter = start(t, nil, false, bin, "lock", "--server", srv.Addr, lockPath, "--", "sh", "-c", "echo ran > "+filepath.Join(dir, "waiter"))
+		waitFor(t, 15*time.Second, "the second waiter's node", func() error {
+			if n := len(children(t, conn, lockPath)); n != 2 {
+				return fmt.Errorf("%d lock nodes", n)
+			}
+			return nil
+		})
+		waiter.signal(syscall.SIGINT)
+		if code := waiter.wait(t, 15*time.Second); code != 128+int(syscall.SIGINT) {
+			t.Errorf("SIGINT while waiting: exit status %d, want 130; stderr: %s", code, waiter.Stderr())
+		}
+		if left := children(t, conn, lockPath); len(left) != 1 {
+			t.Errorf("after the interrupted waiter: lock nodes %v, want only the holder's", left)
+		}
+		if fileText(filepath.Join(dir, "waiter")) != "" {
+			t.Error("the interrupted waiter's CMD ran")
 		}
 
 		holder.signal(syscall.SIGTERM)
@@ -289,6 +315,28 @@ func TestLockLost(t *testing.T) {
 			if !strings.Contains(p.Stderr(), "sending SIGKILL") || !strings.Contains(p.Stderr(), "CMD stopped (status 137)") {
 				t.Errorf("stderr: %q", p.Stderr())
 			}
+		})
+
+		t.Run("zkraft lock killed", func(t *testing.T) {
+			// CMD gets SIGTERM when its zkraft lock dies; the node goes with
+			// the session.
+			p, node, out := startLost(t, srv.Addr, "/locktool/lost/killed", "--session-timeout", "1s")
+			p.signal(syscall.SIGKILL)
+			if code := p.wait(t, 10*time.Second); code != 128+int(syscall.SIGKILL) {
+				t.Errorf("exit status %d, want 137", code)
+			}
+			waitFor(t, 10*time.Second, "CMD's SIGTERM", func() error {
+				if fileText(filepath.Join(out, "term")) != "TERM\n" {
+					return fmt.Errorf("no term file")
+				}
+				return nil
+			})
+			waitFor(t, 15*time.Second, "the dead holder's node gone", func() error {
+				if ok, _, err := conn.Exists(node); err != nil || ok {
+					return fmt.Errorf("exists %v, err %v", ok, err)
+				}
+				return nil
+			})
 		})
 
 		t.Run("session expired", func(t *testing.T) {
