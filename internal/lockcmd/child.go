@@ -1,3 +1,5 @@
+//go:build unix
+
 package lockcmd
 
 import (
@@ -22,9 +24,9 @@ func startChild(argv, env []string) (*child, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	// Its own process group; and SIGTERM if zkraft itself dies, so CMD
-	// does not outlive the process that holds its lock.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	// Its own process group; and (on Linux) SIGTERM if zkraft itself dies,
+	// so CMD does not outlive the process that holds its lock.
+	cmd.SysProcAttr = procAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("run %s: %w", argv[0], err)
 	}

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Package lockcmd implements `zkraft lock` and `zkraft elect`: run a command
 // while holding a ZooKeeper lock (Curator InterProcessMutex or kazoo Lock
 // layout) or while leader of a Curator LeaderLatch, as a plain ZooKeeper
