@@ -3,6 +3,8 @@
 //
 //	zkraft serve                      # standalone, embedded defaults (port 2181, ./zkraft-data)
 //	zkraft serve --config zoo.cfg     # ZooKeeper's zoo.cfg keys
+//	zkraft lock PATH -- CMD [ARGS...]   # run CMD holding a Curator/kazoo lock
+//	zkraft elect PATH -- CMD [ARGS...]  # run CMD while leader of a Curator LeaderLatch
 package main
 
 import (
@@ -15,15 +17,25 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/zkraft/zkraft/internal/lockcmd"
 	"github.com/zkraft/zkraft/server"
 )
 
 func main() {
-	if len(os.Args) < 2 || os.Args[1] != "serve" {
-		fmt.Fprintf(os.Stderr, "usage: zkraft serve [--config zoo.cfg] [--client-port N] [--data-dir DIR] [--join] [--log-format json|console] [--log-level LEVEL]\n")
-		os.Exit(2)
+	if len(os.Args) >= 2 {
+		switch os.Args[1] {
+		case "serve":
+			os.Exit(serve(os.Args[2:]))
+		case "lock":
+			os.Exit(lockcmd.Lock(os.Args[2:], os.Stderr))
+		case "elect":
+			os.Exit(lockcmd.Elect(os.Args[2:], os.Stdout, os.Stderr))
+		}
 	}
-	os.Exit(serve(os.Args[2:]))
+	fmt.Fprintf(os.Stderr, "usage: zkraft serve [--config zoo.cfg] [--client-port N] [--data-dir DIR] [--join] [--log-format json|console] [--log-level LEVEL]\n"+
+		"       zkraft lock [--server HOSTS] [--layout curator|kazoo] [--session-timeout DUR] [--wait DUR] [--kill-after DUR] PATH -- CMD [ARGS...]\n"+
+		"       zkraft elect [--server HOSTS] [--id ID] PATH -- CMD [ARGS...] | zkraft elect --watch PATH\n")
+	os.Exit(2)
 }
 
 func serve(args []string) int {

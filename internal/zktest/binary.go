@@ -61,6 +61,11 @@ var zkraftBuild struct {
 	err  error
 }
 
+// ZkraftBinary returns the path of the zkraft binary the servers run, for
+// tests of zkraft's other subcommands: $ZKRAFT_BIN, or a binary built once
+// per process from this module's cmd/zkraft.
+func ZkraftBinary() (string, error) { return zkraftBinary() }
+
 // zkraftBinary returns the path of the zkraft binary: $ZKRAFT_BIN, or a
 // binary built once per process from this module's cmd/zkraft.
 func zkraftBinary() (string, error) {
