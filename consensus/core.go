@@ -111,7 +111,7 @@ type CoreOptions struct {
 // cfg.Peers if the storage is empty (unless cfg.Join), a restart otherwise.
 // cfg.DataDir is not used. On error the storage is left open.
 func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.coreDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}

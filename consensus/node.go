@@ -117,9 +117,6 @@ func (q *opQueue) take(buf []func(*Node)) []func(*Node) {
 // committed entry after the snapshot through sm.Apply. Empty storage
 // bootstraps a new group from cfg.Peers (unless cfg.Join).
 func Start(cfg Config, sm StateMachine) (*Node, error) {
-	if cfg.DataDir == "" {
-		return nil, errors.New("consensus: config: DataDir is required")
-	}
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)

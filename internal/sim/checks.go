@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	pb "go.etcd.io/raft/v3/raftpb"
-
 	"github.com/zkraft/zkraft/internal/check"
 	"github.com/zkraft/zkraft/server"
 )
@@ -26,6 +24,7 @@ const (
 	chkExpiry   = "live-session-expired"
 	chkProgress = "progress"
 	chkEphemral = "ephemeral-lifetime"
+	chkPanic    = "panic" // the code under test panicked (raft: log lost or corrupted)
 )
 
 // ephemeralBound is how long after its timeout a dead client's session may
@@ -86,9 +85,8 @@ func newChecks(w *world) *checks {
 	return &checks{w: w, logAt: map[int64]reqKey{}, stateAt: map[uint64]uint64{}, expiryDone: map[int64]bool{}}
 }
 
-// applied runs after member m applied raft entry e.
-func (k *checks) applied(m *member, e *pb.Entry) {
-	idx := e.GetIndex()
+// applied runs after member m applied the zkraft entry at raft index idx.
+func (k *checks) applied(m *member, idx uint64) {
 	if idx%25 != 0 {
 		return
 	}

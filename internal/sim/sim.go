@@ -62,6 +62,7 @@ const (
 	expiryEvery     = 100 * time.Millisecond
 	livenessEvery   = 100 * time.Millisecond
 	compactEvery    = 300 // applied entries between snapshots
+	keepEntries     = 50  // log entries kept behind a snapshot
 	expiryRetry     = 2 * time.Second
 	faultFraction   = 0.7
 	drainTime       = 3 * time.Second
@@ -150,6 +151,27 @@ func (w *world) fail(checker, format string, args ...any) {
 	w.failed = append(w.failed, f)
 }
 
+// loop runs the events until the end of the run. A panic in the code under
+// test (raft panics when it finds its log lost or corrupted, which a real
+// member would die of) ends the run as a failure; loop then returns false.
+func (w *world) loop() (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.fail(chkPanic, "%v", r)
+			ok = false
+		}
+	}()
+	for w.queue.Len() > 0 {
+		e := heap.Pop(&w.queue).(*event)
+		if e.at > w.cfg.Duration+drainTime {
+			break
+		}
+		w.now = e.at
+		e.fn()
+	}
+	return true
+}
+
 // prngReader feeds raft's crypto/rand draws from the run's PRNG.
 type prngReader struct{ rng *rand.Rand }
 
@@ -196,13 +218,8 @@ func Run(cfg Config) []Failure {
 		w.draining = true
 		w.tracef("run ends: clients stop, members drain")
 	})
-	for w.queue.Len() > 0 {
-		e := heap.Pop(&w.queue).(*event)
-		if e.at > cfg.Duration+drainTime {
-			break
-		}
-		w.now = e.at
-		e.fn()
+	if !w.loop() {
+		return w.failed
 	}
 	w.chk.final()
 	w.tracef("%d register operations, %d lock holds, %d acknowledged writes, %d expiries",
