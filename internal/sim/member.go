@@ -148,6 +148,7 @@ func (m *member) restart() {
 		// initial snapshot) joins an existing group.
 		Join: true,
 	}
+	m.w.current = m
 	core, err := consensus.NewCore(cfg, stateMachine{m}, consensus.CoreOptions{
 		Storage:      m.disk,
 		Now:          clock{m.w}.Now,
@@ -279,6 +280,7 @@ func (m *member) scheduleTick() {
 		if !m.up || m.paused || m.incarnation != inc {
 			return
 		}
+		m.w.current = m
 		m.core.Tick()
 		m.process()
 		// Expiry decisions and liveness reports run every tick here.
@@ -295,6 +297,7 @@ func (m *member) step(msg *pb.Message) {
 	if !m.up || m.core == nil {
 		return
 	}
+	m.w.current = m
 	_ = m.core.Step(msg) // errors are stale or foreign messages, as on a real network
 	m.process()
 }
@@ -303,6 +306,7 @@ func (m *member) step(msg *pb.Message) {
 // consensus code), runs the snapshot jobs it decides inline, then serves
 // the reads that became ready.
 func (m *member) process() {
+	m.w.current = m
 	for m.up && m.core != nil && m.core.HasReady() {
 		inc := m.incarnation
 		if err := m.core.HandleReady(); err != nil {

@@ -1,7 +1,11 @@
 // Package sim is a deterministic whole-cluster simulator of zkraft.
 //
-// Members are go.etcd.io/raft/v3 RawNodes stepped by the simulator; each
-// applies its committed entries through zkraft's own replicated state machine
+// Members run zkraft's real consensus.Core (the raft RawNode with zkraft's
+// Ready handling: persist before send, apply, conf changes, snapshot
+// decisions and recording, restart recovery) on a simulated disk (disk.go,
+// a consensus.Storage with torn writes) and the simulated network as its
+// consensus.Transport, with snapshot jobs run inline. Each applies its
+// committed entries through zkraft's own replicated state machine
 // (server.Replica: entry encoding, apply, sessions, the expiry fence, the
 // znode tree) and decides session expiry with the server's own decision code
 // and session.Tracker on a simulated clock. Clients run ZooKeeper operations
@@ -109,6 +113,7 @@ type world struct {
 	profile   int  // which faults this run injects
 	connCount uint64
 	failed    []Failure
+	current   *member // the member whose code runs, for a panic's report
 }
 
 // clock is the simulated clock, as session.Clock.
@@ -157,7 +162,11 @@ func (w *world) fail(checker, format string, args ...any) {
 func (w *world) loop() (ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
-			w.fail(chkPanic, "%v", r)
+			if w.current != nil {
+				w.fail(chkPanic, "member %d: %v", w.current.id, r)
+			} else {
+				w.fail(chkPanic, "%v", r)
+			}
 			ok = false
 		}
 	}()
@@ -167,6 +176,7 @@ func (w *world) loop() (ok bool) {
 			break
 		}
 		w.now = e.at
+		w.current = nil
 		e.fn()
 	}
 	return true
