@@ -103,6 +103,16 @@ func (d *disk) putEntries(ents []*pb.Entry) {
 	d.entries = append(d.entries, ents...)
 }
 
+// holds reports whether entry (index, term) is on the disk: in the log, or
+// covered by the recorded snapshot.
+func (d *disk) holds(index, term uint64) bool {
+	if index <= d.snapshot.GetIndex() {
+		return true
+	}
+	i, ok := slices.BinarySearchFunc(d.entries, index, func(e *pb.Entry, idx uint64) int { return compareU64(e.GetIndex(), idx) })
+	return ok && d.entries[i].GetTerm() == term
+}
+
 func (d *disk) SaveSnapshot(term, index uint64, data []byte) error {
 	d.payloads[[2]uint64{term, index}] = data
 	return nil

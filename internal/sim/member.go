@@ -184,6 +184,7 @@ type stateMachine struct{ m *member }
 
 func (s stateMachine) Apply(index, term uint64, data []byte) error {
 	m := s.m
+	m.w.chk.durable(m, index, term)
 	if err := m.rep.Apply(index, term, data); err != nil {
 		return err
 	}
