@@ -16,14 +16,16 @@ import (
 // (a crash after it loses none of it) and a snapshot payload is synced
 // before the Core records it. It survives the member's crashes; only what
 // was synced is on it. A torn write (the fault armed with tear) is the
-// crash in the middle of a Write carrying entries: a prefix of the entries
-// reaches the disk, the rest of the batch (hard state included) does not,
-// and Write fails with errCrashed so the Core stops before anything else
-// of that Ready (sending, applying) happens.
+// crash in the middle of the next Write or SaveSnapshot: of a Write
+// carrying entries a prefix of the entries reaches the disk and the rest of
+// the batch (hard state included) does not; any other Write, and a
+// snapshot payload, is lost whole (bbolt's transaction, the payload's
+// temporary file). The call fails with errCrashed, so the Core stops before
+// anything else of that Ready (sending, applying) or snapshot happens.
 type disk struct {
 	w    *world
 	id   uint64
-	tear bool // crash in the middle of the next Write of entries
+	tear bool // crash in the middle of the next Write or SaveSnapshot
 
 	hardState *pb.HardState
 	confState *pb.ConfState
@@ -67,8 +69,12 @@ func (d *disk) Load() (consensus.LoadedState, error) {
 }
 
 func (d *disk) Write(w *consensus.WriteBatch) error {
-	if d.tear && len(w.Entries) > 0 {
+	if d.tear && !w.Empty() {
 		d.tear = false
+		if len(w.Entries) == 0 {
+			d.w.tracef("member %d crashed during a disk write (lost)", d.id)
+			return errCrashed
+		}
 		keep := d.w.rng.IntN(len(w.Entries))
 		d.putEntries(w.Entries[:keep])
 		d.w.tracef("member %d crashed writing %d entries (%d reached the disk)", d.id, len(w.Entries), keep)
@@ -114,6 +120,11 @@ func (d *disk) holds(index, term uint64) bool {
 }
 
 func (d *disk) SaveSnapshot(term, index uint64, data []byte) error {
+	if d.tear {
+		d.tear = false
+		d.w.tracef("member %d crashed saving the snapshot at index %d (lost)", d.id, index)
+		return errCrashed
+	}
 	d.payloads[[2]uint64{term, index}] = data
 	return nil
 }
