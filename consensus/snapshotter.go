@@ -11,17 +11,17 @@ import (
 
 // Local snapshots are taken off the loop goroutine.
 //
-// The loop decides when a snapshot is due (maybeSnapshot) and, between two
+// The Core decides when a snapshot is due (maybeSnapshot) and, between two
 // Applies, asks the state machine for a frozen view of its state at the
 // applied index I (SnapshotFreezer.FreezeSnapshot: a cheap copy), together
-// with I's term and the ConfState as of I. The snapshotter goroutine, owned
-// by the node and stopped and waited for before storage is closed,
-// serializes the view, writes and fsyncs the snapshot file, records its
-// metadata and compacts the log below I-KeepEntries in one bbolt
-// transaction, then installs the snapshot in raft's MemoryStorage. At most
-// one local snapshot is in flight; the loop learns that it finished through
-// snapDoneC. The Core decides the snapshot and hands it out as a
-// SnapshotJob; Node runs it here, the simulator inline.
+// with I's term and the ConfState as of I, and hands it out as a
+// SnapshotJob. Node runs the job on its snapshotter goroutine, owned by the
+// node and stopped and waited for before storage is closed (the simulator
+// runs it inline): it serializes the view, writes and fsyncs the snapshot
+// file, records its metadata and compacts the log below I-KeepEntries in one
+// bbolt transaction, then installs the snapshot in raft's MemoryStorage. At
+// most one local snapshot is in flight; the loop learns that it finished
+// through the snapshotter's doneC and tells the Core (SnapshotDone).
 //
 // Invariants:
 //   - A local snapshot is recorded only if it is newer than the recorded
