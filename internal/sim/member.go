@@ -352,7 +352,7 @@ func (m *member) afterReady() {
 	}
 	old := m.confState
 	m.confState = cs
-	m.w.tracef("member %d applied conf state: voters %v", m.id, cs.GetVoters())
+	m.w.tracef("member %d applied conf state: voters %v learners %v", m.id, cs.GetVoters(), cs.GetLearners())
 	for _, id := range old.GetVoters() {
 		// A removed member stops once its removal is applied by any
 		// member (the leader stops replicating to it, so it may never

@@ -179,8 +179,9 @@ const (
 const maxAdded = 8
 
 // reconfigure proposes one membership change through the leader: with fewer
-// voters than configured it adds a new, empty member (it catches up from a
-// snapshot), otherwise it removes a random voter, the leader included.
+// voters than configured it adds a new, empty member as a learner (it
+// catches up from a snapshot, and the leader's consensus code promotes it),
+// otherwise it removes a random voter, the leader included.
 func (w *world) reconfigure() {
 	var leader *member
 	for _, m := range w.members {
@@ -203,12 +204,15 @@ func (w *world) reconfigure() {
 		return
 	}
 	id := uint64(len(w.members) + 1)
-	w.tracef("reconfig: add member %d (leader %d)", id, leader.id)
+	w.tracef("reconfig: add member %d as a learner (leader %d)", id, leader.id)
 	m := &member{w: w, idx: len(w.members), id: id, disk: newDisk(w, id), outside: true}
 	w.members = append(w.members, m)
 	m.restart()
 	m.scheduleTick()
-	_ = leader.core.ProposeConfChange(&pb.ConfChange{Type: pb.ConfChangeAddNode.Enum(), NodeId: proto.Uint64(id)})
+	// As consensus.Node.AddMember: a learner first; the leader's Core
+	// promotes it to voter once it has caught up (Core.Tick).
+	_ = leader.core.ProposeConfChange(&pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{
+		{Type: pb.ConfChangeAddLearnerNode.Enum(), NodeId: proto.Uint64(id)}}})
 	leader.process()
 }
 
