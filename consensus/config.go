@@ -66,13 +66,19 @@ type Config struct {
 }
 
 // withDefaults returns a copy of c with defaults filled in, or an error
-// naming the first invalid field.
+// naming the first invalid field. Start needs a DataDir.
 func (c Config) withDefaults() (Config, error) {
-	if c.ID == 0 {
-		return c, errors.New("config: ID must be non-zero")
-	}
 	if c.DataDir == "" {
 		return c, errors.New("config: DataDir is required")
+	}
+	return c.coreDefaults()
+}
+
+// coreDefaults is withDefaults without the DataDir, which a Core (given its
+// Storage) does not use.
+func (c Config) coreDefaults() (Config, error) {
+	if c.ID == 0 {
+		return c, errors.New("config: ID must be non-zero")
 	}
 	if c.TickInterval <= 0 {
 		c.TickInterval = DefaultTickInterval

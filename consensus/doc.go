@@ -3,28 +3,57 @@
 // ZooKeeper: the caller supplies a StateMachine that applies entries and
 // serializes/restores its state as snapshots.
 //
+// # Core and Node
+//
+// Core (core.go) is the whole raft member without goroutines, timers or
+// files: a raft.RawNode, raft's MemoryStorage, the durable Storage, the
+// StateMachine, the applied index, conf change application, leader-change
+// notification and the decision to snapshot. Its invariants:
+//
+//   - Single goroutine: its owner calls it from one goroutine at a time;
+//     the Core starts none and reads time only through an injected clock
+//     (CoreOptions.Now, to judge which peers are running).
+//   - Persist before send: a Ready's messages are handed to the Transport
+//     only after its snapshot, hard state and entries are durable.
+//   - Apply only durable committed entries: an entry reaches
+//     StateMachine.Apply only after Storage.Write holding it returned.
+//   - Never skip an entry: entries are applied in index order, each the
+//     successor of the applied index; an Apply error is fatal and leaves
+//     the applied index just below the entry.
+//
+// Its seams are interfaces the production code implements too: Storage
+// (bbolt and snapshot files, storage.go and snapfile.go), Transport (TCP,
+// transport_tcp.go), the clock, and the SnapshotJob it hands out so that
+// its owner decides where serialization runs. The deterministic simulator
+// (internal/sim) drives the same Core with a simulated disk, network and
+// clock; there is no simulation branch in this package.
+//
 // # Goroutine model
 //
-// Start launches one loop goroutine per Node. It ticks raft, receives each
-// raft.Ready and handles it completely (persist, send, apply, start a
-// snapshot, Advance) before taking the next, so all StateMachine methods and
-// OnLeaderChange run on that goroutine, one at a time. raft.Node runs its own
-// internal goroutine that accepts proposals and messages while the loop is
-// busy writing; proposals that arrive during one fsync are emitted together
-// in the next Ready, which is how concurrent proposals share one fsync
-// (group commit). Propose, ReadIndex, WaitApplied, Status and the
-// MessageHandler methods may be called from any goroutine. The Transport's
-// own goroutines call the MessageHandler methods.
+// Node is a Core plus one loop goroutine per Node that owns it (started by
+// Start). The loop ticks the Core, runs the work other goroutines queued
+// (proposals, peer messages, read requests, reports), then handles every
+// resulting raft.Ready completely (persist, send, apply, decide a
+// snapshot, Advance) before taking more work, so all StateMachine methods
+// and OnLeaderChange run on that goroutine, one at a time. Everything
+// queued while the loop was writing is handed to raft before the next
+// Ready, so concurrent proposals share one fsync (group commit). Propose,
+// ReadIndex, WaitApplied, Status and the MessageHandler methods may be
+// called from any goroutine; MessageHandler.Step only queues and never
+// blocks the transport's reader. The Transport's own goroutines call the
+// MessageHandler methods. A second goroutine, the snapshotter, runs the
+// Core's SnapshotJobs.
 //
 // # Ready order
 //
 // Each Ready is handled in the order raft's documentation requires:
 //
 //  1. A snapshot received from the leader is written to
-//     <DataDir>/snap/<term>-<index>.snap and fsync'd (file and directory).
-//  2. In ONE bbolt Update (one fsync): the snapshot's metadata, the
-//     HardState and the new Entries (replacing any stored entries at or
-//     after the first new index).
+//     <DataDir>/snap/<term>-<index>.snap and fsync'd (file and directory)
+//     (Storage.SaveSnapshot).
+//  2. In ONE bbolt Update (one fsync; Storage.Write): the snapshot's
+//     metadata, the HardState and the new Entries (replacing any stored
+//     entries at or after the first new index).
 //  3. The same is mirrored into raft.MemoryStorage, which raft reads.
 //  4. Messages are handed to the Transport.
 //  5. The snapshot is restored into the StateMachine, then committed
@@ -35,7 +64,8 @@
 //  6. If SnapshotEvery entries were applied since the last snapshot and no
 //     snapshot is being written, the StateMachine is frozen at the applied
 //     index (SnapshotFreezer, a cheap copy; or Snapshot) and the snapshot is
-//     handed to the snapshotter goroutine, which serializes it, writes the
+//     handed out as a SnapshotJob; Node runs it on the snapshotter
+//     goroutine, which serializes it, writes the
 //     file (fsync'd), records its metadata and deletes entries below
 //     index-KeepEntries in one bbolt Update, compacts MemoryStorage and keeps
 //     only the newest two snapshot files, all off the loop (snapshotter.go).

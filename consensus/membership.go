@@ -165,7 +165,7 @@ func (n *Node) changeMembers(ctx context.Context, add []Peer, remove []uint64) e
 
 	// The leader's own removal last: it costs the group its leader.
 	remove = slices.Clone(remove)
-	lead := n.lead.Load()
+	lead := n.core.Lead()
 	slices.SortFunc(remove, func(a, b uint64) int {
 		if (a == lead) != (b == lead) {
 			if a == lead {
@@ -192,7 +192,7 @@ func (n *Node) changeMembers(ctx context.Context, add []Peer, remove []uint64) e
 // as it was (one promoted meanwhile is removed too) and a member that failed
 // to join does not become a voter later.
 func (n *Node) rollbackLearners(ids []uint64) {
-	ctx, cancel := context.WithTimeout(context.Background(), n.electionTimeout()*3)
+	ctx, cancel := context.WithTimeout(context.Background(), n.core.electionTimeout()*3)
 	defer cancel()
 	for _, id := range ids {
 		if !isMember(n.appliedConf(), id) {
@@ -217,16 +217,17 @@ func (n *Node) proposeConfChange(ctx context.Context, cc *pb.ConfChangeV2, appli
 		if applied(n.appliedConf()) {
 			return nil
 		}
-		if err := n.checkConfChange(n.appliedConf(), cc, n.isLeader.Load()); err != nil {
+		if err := n.core.checkConfChange(n.appliedConf(), cc, n.core.IsLeader()); err != nil {
 			return err
 		}
-		if n.lead.Load() != 0 {
+		if n.core.Lead() != 0 {
 			// A dropped proposal (leader shedding load) is retried below.
-			if err := n.rn.ProposeConfChange(ctx, cc); err != nil && !errors.Is(err, raft.ErrProposalDropped) {
-				return n.mapErr(err)
+			err := n.propose(ctx, func(c *Core) error { return c.ProposeConfChange(cc) })
+			if err != nil && !errors.Is(err, raft.ErrProposalDropped) {
+				return err
 			}
 		}
-		retry := time.NewTimer(n.electionTimeout())
+		retry := time.NewTimer(n.core.electionTimeout())
 		err := n.waitConf(ctx, applied, retry.C)
 		retry.Stop()
 		if err == nil || !errors.Is(err, errRetry) {
@@ -262,7 +263,7 @@ func (n *Node) waitConf(ctx context.Context, applied func(*pb.ConfState) bool, r
 // change or leave the voters without a running majority. The running check
 // needs the leader's view (onLeader); elsewhere every member counts as
 // running and the leader checks again.
-func (n *Node) checkConfChange(cs *pb.ConfState, cc *pb.ConfChangeV2, onLeader bool) error {
+func (c *Core) checkConfChange(cs *pb.ConfState, cc *pb.ConfChangeV2, onLeader bool) error {
 	voters := slices.Clone(cs.GetVoters())
 	changed := false
 	for _, ch := range cc.GetChanges() {
@@ -297,7 +298,7 @@ func (n *Node) checkConfChange(cs *pb.ConfState, cc *pb.ConfChangeV2, onLeader b
 	}
 	running := 0
 	for _, id := range voters {
-		if n.running(id) {
+		if c.running(id) {
 			running++
 		}
 	}
@@ -331,23 +332,23 @@ func (a *peerActivity) since(id uint64) (time.Time, bool) {
 
 // running reports whether member id is known to be running: this member,
 // or a peer heard from within an election timeout.
-func (n *Node) running(id uint64) bool {
-	if id == n.cfg.ID {
+func (c *Core) running(id uint64) bool {
+	if id == c.cfg.ID {
 		return true
 	}
-	t, ok := n.activity.since(id)
-	return ok && time.Since(t) < n.electionTimeout()
+	t, ok := c.activity.since(id)
+	return ok && c.now().Sub(t) < c.electionTimeout()
 }
 
-func (n *Node) electionTimeout() time.Duration {
-	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+func (c *Core) electionTimeout() time.Duration {
+	return time.Duration(c.cfg.ElectionTicks) * c.cfg.TickInterval
 }
 
 // checkForwarded runs on the leader for a proposal a follower forwarded: a
 // conf change that fails checkConfChange is dropped (the proposer's wait
 // then times out).
-func (n *Node) checkForwarded(m *pb.Message) error {
-	if m.GetType() != pb.MsgProp || !n.isLeader.Load() {
+func (c *Core) checkForwarded(m *pb.Message) error {
+	if m.GetType() != pb.MsgProp || !c.isLeader.Load() {
 		return nil
 	}
 	for _, e := range m.GetEntries() {
@@ -368,46 +369,44 @@ func (n *Node) checkForwarded(m *pb.Message) error {
 		default:
 			continue
 		}
-		if err := n.checkConfChange(n.appliedConf(), cc.AsV2(), true); err != nil {
+		if err := c.checkConfChange(c.appliedConf(), cc.AsV2(), true); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// maybePromote runs on the loop goroutine of the leader: it proposes to
+// maybePromote runs on the core's goroutine of the leader: it proposes to
 // promote one caught-up learner, at most once per election timeout unless
 // the conf state changed since the last proposal.
-func (n *Node) maybePromote() {
-	if !n.isLeader.Load() {
+func (c *Core) maybePromote() {
+	if !c.isLeader.Load() {
 		return
 	}
-	cs := n.appliedConf()
+	cs := c.appliedConf()
 	if len(cs.GetLearners()) == 0 || len(cs.GetVotersOutgoing()) > 0 {
 		return
 	}
-	if cs == n.promoteConf && n.promoteWait > 0 {
-		n.promoteWait--
+	if cs == c.promoteConf && c.promoteWait > 0 {
+		c.promoteWait--
 		return
 	}
-	st := n.rn.Status()
+	st := c.rn.Status()
 	for _, id := range slices.Sorted(slices.Values(cs.GetLearners())) {
 		pr, ok := st.Progress[id]
-		if !ok || pr.State != tracker.StateReplicate || pr.Match+promoteMaxLag < st.GetCommit() || !n.running(id) {
+		if !ok || pr.State != tracker.StateReplicate || pr.Match+promoteMaxLag < st.GetCommit() || !c.running(id) {
 			continue
 		}
 		cc := confChange(pb.ConfChangeAddNode, id, "")
-		if err := n.checkConfChange(cs, cc, true); err != nil {
+		if err := c.checkConfChange(cs, cc, true); err != nil {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.TickInterval)
-		err := n.rn.ProposeConfChange(ctx, cc)
-		cancel()
-		n.promoteConf, n.promoteWait = cs, n.cfg.ElectionTicks
+		err := c.rn.ProposeConfChange(cc)
+		c.promoteConf, c.promoteWait = cs, c.cfg.ElectionTicks
 		if err != nil {
-			n.lg.Warn().Err(err).Uint64("member", id).Msg("propose promotion of learner")
+			c.lg.Warn().Err(err).Uint64("member", id).Msg("propose promotion of learner")
 		} else {
-			n.lg.Info().Uint64("member", id).Uint64("match", pr.Match).Uint64("commit", st.GetCommit()).
+			c.lg.Info().Uint64("member", id).Uint64("match", pr.Match).Uint64("commit", st.GetCommit()).
 				Msg("learner caught up, proposing its promotion to voter")
 		}
 		return
@@ -425,3 +424,8 @@ func confChange(t pb.ConfChangeType, id uint64, addr string) *pb.ConfChangeV2 {
 func isMember(cs *pb.ConfState, id uint64) bool {
 	return slices.Contains(cs.GetVoters(), id) || slices.Contains(cs.GetLearners(), id)
 }
+
+// running reports whether member id is known to be running (Core.running).
+func (n *Node) running(id uint64) bool { return n.core.running(id) }
+
+func (n *Node) electionTimeout() time.Duration { return n.core.electionTimeout() }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -36,55 +35,81 @@ type StateMachine interface {
 	Restore(index uint64, data []byte) error
 }
 
-// Node is one member of a raft group: it owns the raft instance, its
-// durable storage and the loop goroutine that drives both. Methods are safe
-// for concurrent use.
+// Node is one member of a raft group: a Core plus the loop goroutine that
+// owns it, a ticker, and a queue through which other goroutines reach the
+// Core. Methods are safe for concurrent use.
 type Node struct {
 	cfg       Config
 	lg        zerolog.Logger
-	sm        StateMachine
-	store     *diskStore
-	mem       *raft.MemoryStorage // in-memory mirror of store, read by raft
-	rn        raft.Node
+	core      *Core
+	store     *diskStore // the Core's Storage
 	transport Transport
 
-	applied appliedTracker
-	reads   readRegistry
-	snaps   snapshotter // writes local snapshots off the loop
-
-	// Published by the loop, read by any goroutine.
-	lead      atomic.Uint64
-	isLeader  atomic.Bool
-	raftState atomic.Uint64 // raft.StateType
-	term      atomic.Uint64
-	snapIndex atomic.Uint64
-	confState atomic.Pointer[pb.ConfState] // as of the applied index
-	// raftConf is confState once raft was told it is applied (Advance):
-	// only then does the leader accept the next conf change.
-	raftConf  atomic.Pointer[pb.ConfState]
-	confMu    sync.Mutex
-	confC     chan struct{} // closed and replaced when raftConf changes
-	activity  peerActivity  // when each peer was last heard from
-	removed   atomic.Bool   // the applied conf state no longer lists this member
-	batches   atomic.Uint64 // bbolt writes that carried log entries
-	persisted atomic.Uint64 // log entries written to bbolt
+	reads readRegistry
+	snaps snapshotter // runs the Core's SnapshotJobs off the loop
+	q     opQueue     // work for the loop from other goroutines
 
 	// Owned by the loop goroutine.
-	hardState    *pb.HardState // latest hard state raft emitted
-	hsDirty      bool          // hardState not yet written to bbolt
-	notifiedLead uint64        // last leader passed to OnLeaderChange
-	notifiedMe   bool          // last isLeader passed to OnLeaderChange
-	// snapAfterConfChange asks maybeSnapshot for a snapshot now.
-	snapAfterConfChange bool
-	confDirty           bool          // confState changed, raftConf not yet published
-	promoteConf         *pb.ConfState // conf state of the last promotion proposal
-	promoteWait         int           // ticks before promoting again at promoteConf
+	held []*proposal // proposals waiting for a leader
 
 	stopOnce sync.Once
 	stopc    chan struct{} // closed by Stop
 	done     chan struct{} // closed when the loop and cleanup finished
 	fatal    error         // set before done is closed, read after
 	closeErr error         // set before done is closed, read after
+}
+
+// maxQueuedSteps bounds the peer messages waiting for the loop; beyond it
+// Step drops them (raft tolerates lost messages) rather than grow without
+// bound or block the transport's reader.
+const maxQueuedSteps = 8192
+
+// proposal is a Propose or conf change waiting for the loop.
+type proposal struct {
+	ctx  context.Context
+	fn   func(*Core) error
+	errC chan error // capacity 1
+}
+
+// opQueue hands work to the loop: every op queued while the loop was busy
+// runs in its next iteration, before the Readys they cause are handled, so
+// concurrent proposals share one fsync (group commit).
+type opQueue struct {
+	mu    sync.Mutex
+	ops   []func(*Node)
+	steps int // queued peer messages
+	wake  chan struct{}
+}
+
+// push queues op; a peer message (step) is dropped, reporting false, when
+// maxQueuedSteps are queued already.
+func (q *opQueue) push(op func(*Node), step bool) bool {
+	q.mu.Lock()
+	if step {
+		if q.steps >= maxQueuedSteps {
+			q.mu.Unlock()
+			return false
+		}
+		q.steps++
+	}
+	q.ops = append(q.ops, op)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// take returns the queued ops, reusing buf.
+func (q *opQueue) take(buf []func(*Node)) []func(*Node) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	buf = append(buf[:0], q.ops...)
+	clear(q.ops)
+	q.ops = q.ops[:0]
+	q.steps = 0
+	return buf
 }
 
 // Start opens or creates the storage in cfg.DataDir, restores the latest
@@ -96,50 +121,27 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}
-	if sm == nil {
-		return nil, errors.New("consensus: nil StateMachine")
-	}
 	n := &Node{
 		cfg:       cfg,
 		lg:        cfg.Logger.With().Str("component", "consensus").Uint64("node_id", cfg.ID).Logger(),
-		sm:        sm,
 		transport: cfg.Transport,
-		mem:       raft.NewMemoryStorage(),
 		stopc:     make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	n.q.wake = make(chan struct{}, 1)
 	n.reads.init()
 	n.snaps.init()
 	if n.store, err = openDiskStore(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}
-	st, err := n.recover()
+	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: n.store, OnReadStates: n.reads.deliver})
 	if err != nil {
-		_ = n.store.close()
-		return nil, fmt.Errorf("consensus: %w", err)
-	}
-
-	rc := RaftConfig(cfg.ID, cfg.ElectionTicks, cfg.HeartbeatTicks, n.mem, st.snapshot.GetIndex(), newRaftLogger(n.lg))
-	if st.empty() && !cfg.Join {
-		peers := make([]raft.Peer, len(cfg.Peers))
-		for i, p := range cfg.Peers {
-			peers[i] = raft.Peer{ID: p.ID, Context: []byte(p.Addr)}
-		}
-		n.lg.Info().Int("peers", len(peers)).Msg("bootstrapping new raft group")
-		n.rn = raft.StartNode(rc, peers)
-	} else {
-		n.lg.Info().
-			Uint64("snapshot_index", st.snapshot.GetIndex()).
-			Uint64("commit", st.hardState.GetCommit()).
-			Uint64("term", st.hardState.GetTerm()).
-			Int("entries", len(st.entries)).
-			Msg("restarting raft node")
-		n.rn = raft.RestartNode(rc)
+		_ = n.store.Close()
+		return nil, err
 	}
 	if n.transport != nil {
 		if err := n.transport.Start(n); err != nil {
-			n.rn.Stop()
-			_ = n.store.close()
+			_ = n.store.Close()
 			return nil, fmt.Errorf("consensus: start transport: %w", err)
 		}
 	}
@@ -148,127 +150,60 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 	return n, nil
 }
 
-// recover loads the durable state into the state machine and raft's
-// in-memory storage.
-func (n *Node) recover() (loadedState, error) {
-	st, err := n.store.load()
-	if err != nil {
-		return st, err
-	}
-	removed, err := cleanSnapDir(n.store.snapDir, st.snapshot.GetIndex())
-	if err != nil {
-		return st, err
-	}
-	if len(removed) > 0 {
-		n.lg.Warn().Strs("files", removed).Msg("removed unrecorded snapshot files")
-	}
-	cs := pb.EnsureConfState(nil)
-	if md := st.snapshot; md.GetIndex() > 0 {
-		data, err := readSnapFile(n.store.snapDir, md.GetTerm(), md.GetIndex())
-		if err != nil {
-			return st, fmt.Errorf("load snapshot at index %d: %w", md.GetIndex(), err)
-		}
-		if err := n.sm.Restore(md.GetIndex(), data); err != nil {
-			return st, fmt.Errorf("restore state machine from snapshot at index %d: %w", md.GetIndex(), err)
-		}
-		if err := n.mem.ApplySnapshot(&pb.Snapshot{Metadata: md, Data: data}); err != nil {
-			return st, fmt.Errorf("load snapshot into raft storage: %w", err)
-		}
-		cs = pb.EnsureConfState(md.GetConfState())
-		n.snapIndex.Store(md.GetIndex())
-		n.applied.advance(md.GetIndex())
-	}
-	n.setConfState(cs)
-	n.publishConf()
-	if st.hardState != nil {
-		if snap := st.snapshot.GetIndex(); st.hardState.GetCommit() < snap {
-			// The commit index is written lazily and a local snapshot is
-			// recorded off the loop, so the durable commit index can be
-			// behind the snapshot; a snapshot only holds committed entries.
-			st.hardState.Commit = new(snap)
-		}
-		if err := n.mem.SetHardState(st.hardState); err != nil {
-			return st, fmt.Errorf("load hard state: %w", err)
-		}
-		n.hardState = st.hardState
-		n.term.Store(st.hardState.GetTerm())
-	}
-	if err := n.mem.Append(st.entries); err != nil {
-		return st, fmt.Errorf("load entries: %w", err)
-	}
-	return st, nil
-}
-
-// setConfState records the conf state as of the applied index. It is
-// published to confWatch callers by publishConf, after Advance.
-func (n *Node) setConfState(cs *pb.ConfState) {
-	n.confState.Store(cs)
-	n.confDirty = true
-	// A member that joins has an empty conf state until it is added.
-	n.removed.Store(len(cs.GetVoters()) > 0 && !isMember(cs, n.cfg.ID) &&
-		!slices.Contains(cs.GetVotersOutgoing(), n.cfg.ID))
-}
-
 // Removed reports whether this member has applied its own removal from the
 // group (it then takes no part in the group any more: no leader talks to
 // it, and its state stops advancing).
-func (n *Node) Removed() bool { return n.removed.Load() }
+func (n *Node) Removed() bool { return n.core.Removed() }
 
 // IsMember reports whether id is a voter or learner in the conf state this
 // member has applied.
 func (n *Node) IsMember(id uint64) bool {
-	cs := n.confState.Load()
+	cs := n.core.ConfState()
 	return isMember(cs, id) || slices.Contains(cs.GetVotersOutgoing(), id)
 }
 
-// publishConf makes confState the conf state raft has applied and wakes
-// confWatch callers. Called on the loop once raft was told (Advance).
-func (n *Node) publishConf() {
-	n.confDirty = false
-	n.raftConf.Store(n.confState.Load())
-	n.confMu.Lock()
-	defer n.confMu.Unlock()
-	if n.confC != nil {
-		close(n.confC)
-	}
-	n.confC = make(chan struct{})
-}
-
 // appliedConf returns the conf state raft has applied on this member.
-func (n *Node) appliedConf() *pb.ConfState { return n.raftConf.Load() }
+func (n *Node) appliedConf() *pb.ConfState { return n.core.appliedConf() }
 
 // confWatch returns a channel closed at the next change of appliedConf.
-func (n *Node) confWatch() <-chan struct{} {
-	n.confMu.Lock()
-	defer n.confMu.Unlock()
-	return n.confC
-}
+func (n *Node) confWatch() <-chan struct{} { return n.core.confWatch() }
 
-// run is the loop goroutine: it ticks raft and handles each Ready.
+// run is the loop goroutine: it ticks the Core, runs what other goroutines
+// queued, and handles every Ready that results.
 func (n *Node) run() {
 	defer n.shutdown()
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
+	var ops []func(*Node)
 	for {
 		select {
 		case <-ticker.C:
-			n.rn.Tick()
-			n.maybePromote()
-		case rd := <-n.rn.Ready():
-			if err := n.handleReady(rd); err != nil {
-				n.fatal = err
-				n.lg.Error().Err(err).Msg("fatal error, stopping raft node")
-				return
+			n.core.Tick()
+		case <-n.q.wake:
+			ops = n.q.take(ops)
+			for i, op := range ops {
+				op(n)
+				ops[i] = nil
 			}
-			n.maybeCampaign()
 		case err := <-n.snaps.doneC:
-			if err = n.snapshotDone(err); err != nil {
+			if err = n.core.SnapshotDone(err); err != nil {
 				n.fatal = err
 				n.lg.Error().Err(err).Msg("fatal snapshot error, stopping raft node")
 				return
 			}
 		case <-n.stopc:
 			return
+		}
+		for n.core.HasReady() {
+			if err := n.core.HandleReady(); err != nil {
+				n.fatal = err
+				n.lg.Error().Err(err).Msg("fatal error, stopping raft node")
+				return
+			}
+			n.retryHeld()
+		}
+		if job := n.core.SnapshotJob(); job != nil {
+			n.snaps.jobs <- job // capacity 1, and at most one job is in flight
 		}
 	}
 }
@@ -278,41 +213,48 @@ func (n *Node) shutdown() {
 	if n.transport != nil {
 		n.transport.Stop()
 	}
-	n.rn.Stop()
 	n.stopSnapshotter()
-	var errs []error
-	if n.fatal == nil && n.hsDirty {
-		// Best effort: keep the latest commit index. Losing it is harmless
-		// (raft re-learns it), so this is not needed for safety.
-		if err := n.store.write(&writeBatch{hardState: n.hardState}); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := n.store.close(); err != nil {
-		errs = append(errs, err)
-	}
-	n.closeErr = errors.Join(errs...)
-	n.lead.Store(0)
-	n.isLeader.Store(false)
+	n.closeErr = n.core.Close(n.fatal != nil)
 	close(n.done)
 }
 
-// maybeCampaign makes a sole voter elect itself at once instead of waiting
-// for an election timeout.
-func (n *Node) maybeCampaign() {
-	// Only from follower: a candidate's own vote is delivered on Advance,
-	// and campaigning again would only bump the term.
-	if n.lead.Load() != 0 || raft.StateType(n.raftState.Load()) != raft.StateFollower {
+// propose runs p on the loop once a leader is known (holding it until then)
+// and waits for raft to accept or drop it.
+func (n *Node) propose(ctx context.Context, fn func(*Core) error) error {
+	p := &proposal{ctx: ctx, fn: fn, errC: make(chan error, 1)}
+	n.q.push(func(n *Node) { n.stepProposal(p) }, false)
+	select {
+	case err := <-p.errC:
+		return n.mapErr(err)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-n.done:
+		return ErrStopped
+	}
+}
+
+// stepProposal runs on the loop: it hands p to raft, or holds it while no
+// leader is known (raft would drop it).
+func (n *Node) stepProposal(p *proposal) {
+	if p.ctx.Err() != nil {
+		return // the caller gave up
+	}
+	if n.core.Lead() == 0 {
+		n.held = append(n.held, p)
 		return
 	}
-	cs := n.confState.Load()
-	if len(cs.GetVoters()) != 1 || cs.GetVoters()[0] != n.cfg.ID || len(cs.GetVotersOutgoing()) != 0 {
+	p.errC <- p.fn(n.core)
+}
+
+// retryHeld steps the held proposals once a leader is known.
+func (n *Node) retryHeld() {
+	if len(n.held) == 0 || n.core.Lead() == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.TickInterval)
-	defer cancel()
-	if err := n.rn.Campaign(ctx); err != nil {
-		n.lg.Warn().Err(err).Msg("campaign as sole voter")
+	held := n.held
+	n.held = nil
+	for _, p := range held {
+		n.stepProposal(p)
 	}
 }
 
@@ -332,24 +274,24 @@ func (n *Node) Propose(ctx context.Context, data []byte) error {
 		return ErrStopped
 	default:
 	}
-	if n.lead.Load() == 0 {
+	if n.core.Lead() == 0 {
 		return ErrNoLeader
 	}
-	return n.mapErr(n.rn.Propose(ctx, data))
+	return n.propose(ctx, func(c *Core) error { return c.Propose(data) })
 }
 
 // WaitApplied blocks until this member has applied index, ctx is done, or
 // the node stops.
 func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
-	return n.applied.wait(ctx, index, n.done)
+	return n.core.applied.wait(ctx, index, n.done)
 }
 
 // AppliedIndex returns the index of the last entry applied to the state
 // machine (or restored from a snapshot).
-func (n *Node) AppliedIndex() uint64 { return n.applied.get() }
+func (n *Node) AppliedIndex() uint64 { return n.core.AppliedIndex() }
 
 // IsLeader reports whether this member currently believes it is the leader.
-func (n *Node) IsLeader() bool { return n.isLeader.Load() }
+func (n *Node) IsLeader() bool { return n.core.IsLeader() }
 
 // Stop stops the loop, the transport and raft, and closes bbolt. It is
 // idempotent and returns the error of closing storage, if any (the fatal
@@ -374,45 +316,50 @@ func (n *Node) Err() error {
 	}
 }
 
-// Step implements MessageHandler. It records that the sender is running,
-// and on the leader drops a forwarded conf change that checkConfChange
-// refuses.
+// Step implements MessageHandler. It queues m for the loop and never
+// blocks: the transport calls it from the reader of the connection m came
+// on, and that peer's later messages wait behind it. The loop records that
+// the sender is running, and on the leader drops a forwarded conf change
+// that checkConfChange refuses (Core.Step).
 //
-// It never waits long for a proposal a follower forwarded (MsgProp): raft
-// takes proposals only while it knows a leader and otherwise blocks the
-// caller, and the transport's connection from that follower carries its
-// later messages behind the proposal. A member resuming from a pause with
-// proposals forwarded to it while it was leader would wait for a leader
-// whose heartbeats are queued behind them (issue 9). Such a proposal is
-// dropped instead (ErrNoLeader, or ctx.Err() after one tick): the proposer
-// times out and its client retries.
-func (n *Node) Step(ctx context.Context, m *pb.Message) error {
-	n.activity.record(m.GetFrom(), time.Now())
-	if err := n.checkForwarded(m); err != nil {
-		n.lg.Warn().Err(err).Uint64("from", m.GetFrom()).Msg("dropping forwarded conf change")
-		return nil
+// A proposal a follower forwarded (MsgProp) is dropped with ErrNoLeader
+// while no leader is known: a member resuming from a pause with proposals
+// forwarded to it while it was leader must not hold them for a leader whose
+// heartbeats are queued behind them (issue 9); the proposer times out and
+// its client retries. Otherwise, and for every other message, Step returns
+// nil once m is queued (raft itself drops what it cannot take). When
+// maxQueuedSteps messages wait already, m is dropped.
+func (n *Node) Step(_ context.Context, m *pb.Message) error {
+	select {
+	case <-n.done:
+		return ErrStopped
+	default:
 	}
-	if m.GetType() == pb.MsgProp {
-		if n.lead.Load() == 0 {
-			return ErrNoLeader
+	if m.GetType() == pb.MsgProp && n.core.Lead() == 0 {
+		return ErrNoLeader
+	}
+	if !n.q.push(func(n *Node) {
+		if err := n.core.Step(m); err != nil {
+			n.lg.Debug().Err(err).Uint64("from", m.GetFrom()).Str("type", m.GetType().String()).Msg("step message")
 		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, n.cfg.TickInterval)
-		defer cancel()
+	}, true) {
+		return errStepQueueFull
 	}
-	return n.mapErr(n.rn.Step(ctx, m))
+	return nil
 }
 
+// errStepQueueFull is returned by Step for a message dropped because too
+// many wait for the loop.
+var errStepQueueFull = errors.New("consensus: too many peer messages queued, message dropped")
+
 // ReportUnreachable implements MessageHandler.
-func (n *Node) ReportUnreachable(id uint64) { n.rn.ReportUnreachable(id) }
+func (n *Node) ReportUnreachable(id uint64) {
+	n.q.push(func(n *Node) { n.core.ReportUnreachable(id) }, false)
+}
 
 // ReportSnapshot implements MessageHandler.
 func (n *Node) ReportSnapshot(id uint64, failed bool) {
-	st := raft.SnapshotFinish
-	if failed {
-		st = raft.SnapshotFailure
-	}
-	n.rn.ReportSnapshot(id, st)
+	n.q.push(func(n *Node) { n.core.ReportSnapshot(id, failed) }, false)
 }
 
 var _ MessageHandler = (*Node)(nil)

@@ -71,7 +71,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 		return 0, ErrStopped
 	default:
 	}
-	if n.lead.Load() == 0 {
+	if n.core.Lead() == 0 {
 		return 0, ErrNoLeader
 	}
 	id, ch := n.reads.register()
@@ -82,9 +82,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	retry := time.NewTimer(n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks))
 	defer retry.Stop()
 	for {
-		if err := n.rn.ReadIndex(ctx, rctx); err != nil {
-			return 0, n.mapErr(err)
-		}
+		n.q.push(func(n *Node) { n.core.ReadIndex(rctx) }, false)
 		select {
 		case idx := <-ch:
 			if err := n.WaitApplied(ctx, idx); err != nil {

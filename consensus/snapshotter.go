@@ -3,8 +3,6 @@ package consensus
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 
 	"go.etcd.io/raft/v3"
@@ -13,16 +11,17 @@ import (
 
 // Local snapshots are taken off the loop goroutine.
 //
-// The loop decides when a snapshot is due (maybeSnapshot) and, between two
+// The Core decides when a snapshot is due (maybeSnapshot) and, between two
 // Applies, asks the state machine for a frozen view of its state at the
 // applied index I (SnapshotFreezer.FreezeSnapshot: a cheap copy), together
-// with I's term and the ConfState as of I. The snapshotter goroutine, owned
-// by the node and stopped and waited for before storage is closed,
-// serializes the view, writes and fsyncs the snapshot file, records its
-// metadata and compacts the log below I-KeepEntries in one bbolt
-// transaction, then installs the snapshot in raft's MemoryStorage. At most
-// one local snapshot is in flight; the loop learns that it finished through
-// snapDoneC.
+// with I's term and the ConfState as of I, and hands it out as a
+// SnapshotJob. Node runs the job on its snapshotter goroutine, owned by the
+// node and stopped and waited for before storage is closed (the simulator
+// runs it inline): it serializes the view, writes and fsyncs the snapshot
+// file, records its metadata and compacts the log below I-KeepEntries in one
+// bbolt transaction, then installs the snapshot in raft's MemoryStorage. At
+// most one local snapshot is in flight; the loop learns that it finished
+// through the snapshotter's doneC and tells the Core (SnapshotDone).
 //
 // Invariants:
 //   - A local snapshot is recorded only if it is newer than the recorded
@@ -45,33 +44,85 @@ type SnapshotFreezer interface {
 	FreezeSnapshot() (func() ([]byte, error), error)
 }
 
-// snapJob is one local snapshot handed from the loop to the snapshotter.
-type snapJob struct {
+// SnapshotJob is one local snapshot the Core decided to take: the state
+// machine frozen at the applied index. Its owner runs Run exactly once,
+// anywhere (Node: on the snapshotter goroutine, concurrently with later
+// Readys; the simulator: inline), then hands Run's result to
+// Core.SnapshotDone on the core's goroutine. Until then the Core decides no
+// other local snapshot.
+type SnapshotJob struct {
+	c           *Core
 	index, term uint64
 	confState   *pb.ConfState
 	serialize   func() ([]byte, error)
 }
 
-// snapshotter owns the goroutine that writes local snapshots.
+// Index is the raft index the snapshot is taken at.
+func (j *SnapshotJob) Index() uint64 { return j.index }
+
+// Run serializes the frozen state, saves the payload durably, then records
+// its metadata and compacts the log below index-KeepEntries in one
+// Storage.Write, installs it in raft's MemoryStorage and prunes old
+// payloads. A snapshot from the leader recorded meanwhile wins.
+func (j *SnapshotJob) Run() error {
+	c := j.c
+	data, err := j.serialize()
+	if err != nil {
+		return fmt.Errorf("state machine snapshot at index %d: %w", j.index, err)
+	}
+	if err := c.store.SaveSnapshot(j.term, j.index, data); err != nil {
+		return fmt.Errorf("save snapshot at index %d: %w", j.index, err)
+	}
+	c.snapMu.Lock()
+	defer c.snapMu.Unlock()
+	if j.index <= c.snapIndex.Load() {
+		// The leader's snapshot, recorded meanwhile, is newer.
+		_ = c.store.DeleteSnapshot(j.term, j.index)
+		return nil
+	}
+	var compactBelow uint64
+	if j.index > c.cfg.KeepEntries {
+		compactBelow = j.index - c.cfg.KeepEntries
+	}
+	w := WriteBatch{
+		Snapshot:     &pb.SnapshotMetadata{Index: new(j.index), Term: new(j.term), ConfState: j.confState},
+		CompactBelow: compactBelow,
+	}
+	if err := c.store.Write(&w); err != nil {
+		return err
+	}
+	if _, err := c.mem.CreateSnapshot(j.index, j.confState, data); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
+		return fmt.Errorf("create snapshot in raft storage: %w", err)
+	}
+	if first, _ := c.mem.FirstIndex(); compactBelow >= first {
+		if err := c.mem.Compact(compactBelow); err != nil && !errors.Is(err, raft.ErrCompacted) {
+			return fmt.Errorf("compact raft storage below %d: %w", compactBelow, err)
+		}
+	}
+	c.snapIndex.Store(j.index)
+	if err := c.store.PruneSnapshots(); err != nil {
+		return err
+	}
+	c.lg.Debug().Uint64("index", j.index).Uint64("term", j.term).Int("bytes", len(data)).
+		Uint64("compact_below", compactBelow).Msg("snapshot taken")
+	return nil
+}
+
+// snapshotter owns the goroutine that runs a Node's SnapshotJobs.
 type snapshotter struct {
-	jobs  chan snapJob  // capacity 1; the loop sends only when none is in flight
-	doneC chan error    // capacity 1; one result per job, read by the loop
-	stopc chan struct{} // closed by stop
+	jobs  chan *SnapshotJob // capacity 1; the loop sends only when none is in flight
+	doneC chan error        // capacity 1; one result per job, read by the loop
+	stopc chan struct{}     // closed by stop
 	wg    sync.WaitGroup
-	// inflight is owned by the loop: a job was sent and its result not read.
-	inflight bool
-	// mu orders recording a local snapshot against the loop recording one
-	// received from the leader.
-	mu sync.Mutex
 }
 
 func (s *snapshotter) init() {
-	s.jobs = make(chan snapJob, 1)
+	s.jobs = make(chan *SnapshotJob, 1)
 	s.doneC = make(chan error, 1)
 	s.stopc = make(chan struct{})
 }
 
-// start launches the goroutine.
+// startSnapshotter launches the goroutine.
 func (n *Node) startSnapshotter() {
 	n.snaps.wg.Add(1)
 	go func() {
@@ -81,7 +132,7 @@ func (n *Node) startSnapshotter() {
 			case <-n.snaps.stopc:
 				return
 			case job := <-n.snaps.jobs:
-				err := n.writeSnapshot(job)
+				err := job.Run()
 				select {
 				case n.snaps.doneC <- err:
 				case <-n.snaps.stopc:
@@ -99,89 +150,60 @@ func (n *Node) stopSnapshotter() {
 	n.snaps.wg.Wait()
 }
 
-// writeSnapshot runs on the snapshotter goroutine.
-func (n *Node) writeSnapshot(job snapJob) error {
-	data, err := job.serialize()
-	if err != nil {
-		return fmt.Errorf("state machine snapshot at index %d: %w", job.index, err)
-	}
-	if err := writeSnapFile(n.store.snapDir, job.term, job.index, data); err != nil {
-		return fmt.Errorf("save snapshot at index %d: %w", job.index, err)
-	}
-	n.snaps.mu.Lock()
-	defer n.snaps.mu.Unlock()
-	if job.index <= n.snapIndex.Load() {
-		// The leader's snapshot, recorded meanwhile, is newer.
-		_ = os.Remove(filepath.Join(n.store.snapDir, snapFileName(job.term, job.index)))
+// maybeSnapshot runs on the core's goroutine: once SnapshotEvery entries
+// were applied since the last snapshot (or a conf change or RequestSnapshot
+// asks for one), it freezes the state machine and keeps the job for
+// SnapshotJob, unless one is in flight already.
+func (c *Core) maybeSnapshot() error {
+	applied := c.applied.get()
+	last := c.snapIndex.Load()
+	if c.snapInflight || applied <= last || (applied-last < c.cfg.SnapshotEvery && !c.snapNow) {
 		return nil
 	}
-	var compactBelow uint64
-	if job.index > n.cfg.KeepEntries {
-		compactBelow = job.index - n.cfg.KeepEntries
-	}
-	w := writeBatch{
-		snapshot:     &pb.SnapshotMetadata{Index: new(job.index), Term: new(job.term), ConfState: job.confState},
-		compactBelow: compactBelow,
-	}
-	if err := n.store.write(&w); err != nil {
-		return err
-	}
-	if _, err := n.mem.CreateSnapshot(job.index, job.confState, data); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
-		return fmt.Errorf("create snapshot in raft storage: %w", err)
-	}
-	if first, _ := n.mem.FirstIndex(); compactBelow >= first {
-		if err := n.mem.Compact(compactBelow); err != nil && !errors.Is(err, raft.ErrCompacted) {
-			return fmt.Errorf("compact raft storage below %d: %w", compactBelow, err)
-		}
-	}
-	n.snapIndex.Store(job.index)
-	if err := pruneSnapFiles(n.store.snapDir); err != nil {
-		return err
-	}
-	n.lg.Debug().Uint64("index", job.index).Uint64("term", job.term).Int("bytes", len(data)).
-		Uint64("compact_below", compactBelow).Msg("snapshot taken")
-	return nil
-}
-
-// maybeSnapshot runs on the loop: once SnapshotEvery entries were applied
-// since the last snapshot (or a conf change asks for one), it freezes the
-// state machine and hands the snapshot to the snapshotter, unless one is in
-// flight already.
-func (n *Node) maybeSnapshot() error {
-	applied := n.applied.get()
-	last := n.snapIndex.Load()
-	if n.snaps.inflight || applied <= last || (applied-last < n.cfg.SnapshotEvery && !n.snapAfterConfChange) {
-		return nil
-	}
-	term, err := n.mem.Term(applied)
+	term, err := c.mem.Term(applied)
 	if err != nil {
 		return fmt.Errorf("term of applied index %d: %w", applied, err)
 	}
 	var serialize func() ([]byte, error)
-	if f, ok := n.sm.(SnapshotFreezer); ok {
+	if f, ok := c.sm.(SnapshotFreezer); ok {
 		if serialize, err = f.FreezeSnapshot(); err != nil {
 			return fmt.Errorf("freeze state machine at index %d: %w", applied, err)
 		}
 	} else {
-		data, err := n.sm.Snapshot()
+		data, err := c.sm.Snapshot()
 		if err != nil {
 			return fmt.Errorf("state machine snapshot at index %d: %w", applied, err)
 		}
 		serialize = func() ([]byte, error) { return data, nil }
 	}
-	n.snapAfterConfChange = false
-	n.snaps.inflight = true
-	n.snaps.jobs <- snapJob{index: applied, term: term, confState: n.confState.Load(), serialize: serialize}
+	c.snapNow = false
+	c.snapInflight = true
+	c.job = &SnapshotJob{c: c, index: applied, term: term, confState: c.confState.Load(), serialize: serialize}
 	return nil
 }
 
-// snapshotDone runs on the loop when the snapshotter finished a job.
-func (n *Node) snapshotDone(err error) error {
-	n.snaps.inflight = false
+// SnapshotJob returns the local snapshot the Core decided to take, once;
+// nil if none. The owner must run it and report with SnapshotDone.
+func (c *Core) SnapshotJob() *SnapshotJob {
+	j := c.job
+	c.job = nil
+	return j
+}
+
+// RequestSnapshot asks for a local snapshot at the applied index as soon as
+// none is in flight (at once if possible: then SnapshotJob returns it).
+func (c *Core) RequestSnapshot() error {
+	c.snapNow = true
+	return c.maybeSnapshot()
+}
+
+// SnapshotDone takes the result of the last SnapshotJob's Run. A non-nil
+// err is fatal and returned. A conf change may have asked for another
+// snapshot meanwhile: SnapshotJob then returns it.
+func (c *Core) SnapshotDone(err error) error {
+	c.snapInflight = false
 	if err != nil {
 		return err
 	}
-	// A conf change may have asked for a snapshot while this one was being
-	// written.
-	return n.maybeSnapshot()
+	return c.maybeSnapshot()
 }

@@ -63,13 +63,13 @@ func TestRestartWithCommitBehindSnapshot(t *testing.T) {
 	// What a crash right after the snapshot was recorded can leave behind.
 	st, err := openDiskStore(dir)
 	require.NoError(t, err)
-	loaded, err := st.load()
+	loaded, err := st.Load()
 	require.NoError(t, err)
-	require.NotNil(t, loaded.snapshot)
-	hs := loaded.hardState
-	hs.Commit = new(loaded.snapshot.GetIndex() - 1)
-	require.NoError(t, st.write(&writeBatch{hardState: hs}))
-	require.NoError(t, st.close())
+	require.NotNil(t, loaded.Snapshot)
+	hs := loaded.HardState
+	hs.Commit = new(loaded.Snapshot.GetIndex() - 1)
+	require.NoError(t, st.Write(&WriteBatch{HardState: hs}))
+	require.NoError(t, st.Close())
 
 	re := startTestNode(t, dir, small)
 	re.waitLeader(t)

@@ -28,31 +28,29 @@ type Status struct {
 }
 
 // Status returns the node's current status. It is safe to call at any time,
-// including after Stop (raft fields are then zero).
+// from any goroutine (the loop's callbacks included: it never waits for the
+// loop), also after Stop (Vote and Commit are then zero).
 func (n *Node) Status() Status {
-	rs := n.rn.Status()
+	c := n.core
 	s := Status{
 		ID:                n.cfg.ID,
-		Term:              rs.GetTerm(),
-		Vote:              rs.GetVote(),
-		Lead:              n.lead.Load(),
-		Commit:            rs.GetCommit(),
-		Applied:           n.applied.get(),
-		IsLeader:          n.isLeader.Load(),
-		RaftState:         raft.StateType(n.raftState.Load()).String(),
-		LastSnapshotIndex: n.snapIndex.Load(),
-		PersistBatches:    n.batches.Load(),
-		PersistedEntries:  n.persisted.Load(),
+		Term:              c.term.Load(),
+		Vote:              c.vote.Load(),
+		Lead:              c.lead.Load(),
+		Commit:            c.commit.Load(),
+		Applied:           c.applied.get(),
+		IsLeader:          c.isLeader.Load(),
+		RaftState:         raft.StateType(c.raftState.Load()).String(),
+		LastSnapshotIndex: c.snapIndex.Load(),
+		PersistBatches:    c.batches.Load(),
+		PersistedEntries:  c.persisted.Load(),
 	}
-	if rs.HardState == nil { // stopped
-		s.Term = n.term.Load()
-	}
-	if cs := n.confState.Load(); cs != nil {
+	if cs := c.confState.Load(); cs != nil {
 		s.Voters = slices.Sorted(slices.Values(cs.GetVoters()))
 		s.Learners = slices.Sorted(slices.Values(cs.GetLearners()))
 	}
-	first, _ := n.mem.FirstIndex()
-	last, _ := n.mem.LastIndex()
+	first, _ := c.mem.FirstIndex()
+	last, _ := c.mem.LastIndex()
 	s.FirstIndex, s.LastIndex = first, last
 	if last >= first {
 		s.LogEntries = last - first + 1
@@ -60,6 +58,7 @@ func (n *Node) Status() Status {
 	select {
 	case <-n.done:
 		s.Stopped = true
+		s.Vote, s.Commit = 0, 0
 	default:
 	}
 	return s

@@ -1,7 +1,9 @@
 package consensus
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -13,41 +15,80 @@ import (
 
 // diskStore is the durable half of the raft log: hard state, conf state,
 // snapshot metadata and log entries in bbolt, snapshot payloads in files.
-// It is written by the node's loop goroutine (and Start before the loop
-// runs) and by the snapshotter, which only records snapshot metadata and
-// deletes entries below it. Every write is one bbolt Update, which fsyncs
+// It implements Storage. It is written by the node's loop goroutine (and
+// Start before the loop runs) and by the snapshotter, which only records
+// snapshot metadata and deletes entries below it. Every write is one bbolt Update, which fsyncs
 // before returning; bbolt serializes them.
 type diskStore struct {
 	db      *bolt.DB
 	snapDir string
 }
 
-// loadedState is what Start needs to rebuild raft's in-memory storage.
-type loadedState struct {
-	hardState *pb.HardState        // nil if never written
-	confState *pb.ConfState        // latest applied conf state, nil if never written
-	snapshot  *pb.SnapshotMetadata // latest recorded snapshot, nil if none
-	entries   []*pb.Entry          // contiguous, all with index > snapshot index
+// Storage is the durable half of a member's raft state: hard state, conf
+// state, snapshot metadata and log entries (Write, Load), and snapshot
+// payloads (the *Snapshot* methods). The production implementation is
+// bbolt plus snapshot files (diskStore, opened by Start); the deterministic
+// simulator (internal/sim) implements it with a simulated disk.
+//
+// Contract, on which the Core's durability invariant rests:
+//   - Write applies the whole batch atomically and returns only once it is
+//     durable (a crash after Write returned loses none of it; a crash during
+//     Write may lose it, but never leaves a later field applied without an
+//     earlier one except as raft tolerates).
+//   - SaveSnapshot returns only once the payload is durable, and a crash
+//     never leaves a recorded snapshot (WriteBatch.Snapshot) without its
+//     payload, because the Core records a snapshot only after saving it.
+//   - Write, SaveSnapshot, DeleteSnapshot and PruneSnapshots may be called
+//     from the Core's goroutine and from the goroutine running a
+//     SnapshotJob at the same time; implementations serialize them.
+type Storage interface {
+	// Load reads everything needed for a restart.
+	Load() (LoadedState, error)
+	// Write applies w in one atomic, durable step.
+	Write(w *WriteBatch) error
+	// SaveSnapshot durably stores the payload of the snapshot at (term, index).
+	SaveSnapshot(term, index uint64, data []byte) error
+	// LoadSnapshot reads and verifies the payload of the snapshot at (term, index).
+	LoadSnapshot(term, index uint64) ([]byte, error)
+	// DeleteSnapshot removes the payload at (term, index), which was never recorded.
+	DeleteSnapshot(term, index uint64) error
+	// PruneSnapshots keeps only the newest two snapshot payloads.
+	PruneSnapshots() error
+	// CleanSnapshots runs once at start: it removes payloads newer than the
+	// recorded snapshot (saved before a crash that came before Write recorded
+	// them) and leftovers of interrupted saves, and names what it removed.
+	CleanSnapshots(recordedIndex uint64) ([]string, error)
+	// Close releases the storage.
+	Close() error
 }
 
-func (l loadedState) empty() bool {
-	return l.hardState == nil && l.snapshot == nil && len(l.entries) == 0
+// LoadedState is what a restart needs to rebuild raft's in-memory storage.
+type LoadedState struct {
+	HardState *pb.HardState        // nil if never written
+	ConfState *pb.ConfState        // latest applied conf state, nil if never written
+	Snapshot  *pb.SnapshotMetadata // latest recorded snapshot, nil if none
+	Entries   []*pb.Entry          // contiguous, all with index > snapshot index
 }
 
-// writeBatch is one atomic, durable bbolt transaction. Fields are applied in
-// declaration order; zero fields are skipped.
-type writeBatch struct {
-	snapshot       *pb.SnapshotMetadata // record as the current snapshot
-	dropAllEntries bool                 // a snapshot from the leader replaces the whole log
-	compactBelow   uint64               // delete entries with index < compactBelow
-	hardState      *pb.HardState
-	confState      *pb.ConfState
-	entries        []*pb.Entry // replaces any stored entries at or after entries[0].Index
+func (l LoadedState) empty() bool {
+	return l.HardState == nil && l.Snapshot == nil && len(l.Entries) == 0
 }
 
-func (w *writeBatch) empty() bool {
-	return w.snapshot == nil && !w.dropAllEntries && w.compactBelow == 0 &&
-		w.hardState == nil && w.confState == nil && len(w.entries) == 0
+// WriteBatch is one atomic, durable write (one bbolt transaction). Fields
+// are applied in declaration order; zero fields are skipped.
+type WriteBatch struct {
+	Snapshot       *pb.SnapshotMetadata // record as the current snapshot
+	DropAllEntries bool                 // a snapshot from the leader replaces the whole log
+	CompactBelow   uint64               // delete entries with index < CompactBelow
+	HardState      *pb.HardState
+	ConfState      *pb.ConfState
+	Entries        []*pb.Entry // replaces any stored entries at or after Entries[0].Index
+}
+
+// Empty reports whether w writes nothing.
+func (w *WriteBatch) Empty() bool {
+	return w.Snapshot == nil && !w.DropAllEntries && w.CompactBelow == 0 &&
+		w.HardState == nil && w.ConfState == nil && len(w.Entries) == 0
 }
 
 func openDiskStore(dataDir string) (*diskStore, error) {
@@ -97,37 +138,40 @@ func openDiskStore(dataDir string) (*diskStore, error) {
 	return &diskStore{db: db, snapDir: snapDir}, nil
 }
 
-func (s *diskStore) close() error {
+var _ Storage = (*diskStore)(nil)
+
+// Close closes bbolt.
+func (s *diskStore) Close() error {
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close raft db: %w", err)
 	}
 	return nil
 }
 
-// load reads everything needed for a restart.
-func (s *diskStore) load() (loadedState, error) {
-	var st loadedState
+// Load reads everything needed for a restart.
+func (s *diskStore) Load() (LoadedState, error) {
+	var st LoadedState
 	err := s.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get(keyHardState); v != nil {
-			st.hardState = &pb.HardState{}
-			if err := proto.Unmarshal(v, st.hardState); err != nil {
+			st.HardState = &pb.HardState{}
+			if err := proto.Unmarshal(v, st.HardState); err != nil {
 				return fmt.Errorf("decode hard state: %w", err)
 			}
 		}
 		if v := meta.Get(keyConfState); v != nil {
-			st.confState = &pb.ConfState{}
-			if err := proto.Unmarshal(v, st.confState); err != nil {
+			st.ConfState = &pb.ConfState{}
+			if err := proto.Unmarshal(v, st.ConfState); err != nil {
 				return fmt.Errorf("decode conf state: %w", err)
 			}
 		}
 		if v := meta.Get(keySnapshot); v != nil {
-			st.snapshot = &pb.SnapshotMetadata{}
-			if err := proto.Unmarshal(v, st.snapshot); err != nil {
+			st.Snapshot = &pb.SnapshotMetadata{}
+			if err := proto.Unmarshal(v, st.Snapshot); err != nil {
 				return fmt.Errorf("decode snapshot metadata: %w", err)
 			}
 		}
-		after := st.snapshot.GetIndex()
+		after := st.Snapshot.GetIndex()
 		c := tx.Bucket(bucketEntries).Cursor()
 		want := after + 1
 		for k, v := c.Seek(indexKey(want)); k != nil; k, v = c.Next() {
@@ -142,30 +186,30 @@ func (s *diskStore) load() (loadedState, error) {
 			if i != want || e.GetIndex() != i {
 				return fmt.Errorf("%w: expected entry %d, found key %d holding entry %d", ErrCorruptLog, want, i, e.GetIndex())
 			}
-			st.entries = append(st.entries, e)
+			st.Entries = append(st.Entries, e)
 			want++
 		}
 		return nil
 	})
 	if err != nil {
-		return loadedState{}, fmt.Errorf("load raft state: %w", err)
+		return LoadedState{}, fmt.Errorf("load raft state: %w", err)
 	}
 	return st, nil
 }
 
-// write applies w in one bbolt transaction (one fsync).
-func (s *diskStore) write(w *writeBatch) error {
-	if w.empty() {
+// Write applies w in one bbolt transaction (one fsync).
+func (s *diskStore) Write(w *WriteBatch) error {
+	if w.Empty() {
 		return nil
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
-		if w.snapshot != nil {
-			if err := putProto(meta, keySnapshot, w.snapshot); err != nil {
+		if w.Snapshot != nil {
+			if err := putProto(meta, keySnapshot, w.Snapshot); err != nil {
 				return err
 			}
 		}
-		if w.dropAllEntries {
+		if w.DropAllEntries {
 			if err := tx.DeleteBucket(bucketEntries); err != nil {
 				return err
 			}
@@ -174,24 +218,24 @@ func (s *diskStore) write(w *writeBatch) error {
 			}
 		}
 		ents := tx.Bucket(bucketEntries)
-		if w.compactBelow > 0 {
-			if err := deleteRange(ents, 0, w.compactBelow); err != nil {
+		if w.CompactBelow > 0 {
+			if err := deleteRange(ents, 0, w.CompactBelow); err != nil {
 				return err
 			}
 		}
-		if w.hardState != nil {
-			if err := putProto(meta, keyHardState, w.hardState); err != nil {
+		if w.HardState != nil {
+			if err := putProto(meta, keyHardState, w.HardState); err != nil {
 				return err
 			}
 		}
-		if w.confState != nil {
-			if err := putProto(meta, keyConfState, w.confState); err != nil {
+		if w.ConfState != nil {
+			if err := putProto(meta, keyConfState, w.ConfState); err != nil {
 				return err
 			}
 		}
-		if len(w.entries) > 0 {
+		if len(w.Entries) > 0 {
 			// Raft's contract: writing entry i discards stored entries >= i.
-			first := w.entries[0].GetIndex()
+			first := w.Entries[0].GetIndex()
 			if k, _ := ents.Cursor().Last(); k != nil {
 				if last, err := keyIndex(k); err != nil {
 					return err
@@ -201,7 +245,7 @@ func (s *diskStore) write(w *writeBatch) error {
 					}
 				}
 			}
-			for _, e := range w.entries {
+			for _, e := range w.Entries {
 				if err := putProto(ents, indexKey(e.GetIndex()), e); err != nil {
 					return err
 				}
@@ -213,6 +257,33 @@ func (s *diskStore) write(w *writeBatch) error {
 		return fmt.Errorf("persist raft state: %w", err)
 	}
 	return nil
+}
+
+// SaveSnapshot writes the snapshot file (fsync'd, file and directory).
+func (s *diskStore) SaveSnapshot(term, index uint64, data []byte) error {
+	return writeSnapFile(s.snapDir, term, index, data)
+}
+
+// LoadSnapshot reads and verifies a snapshot file.
+func (s *diskStore) LoadSnapshot(term, index uint64) ([]byte, error) {
+	return readSnapFile(s.snapDir, term, index)
+}
+
+// DeleteSnapshot removes a snapshot file.
+func (s *diskStore) DeleteSnapshot(term, index uint64) error {
+	err := os.Remove(filepath.Join(s.snapDir, snapFileName(term, index)))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove snapshot file: %w", err)
+	}
+	return nil
+}
+
+// PruneSnapshots keeps the newest snapFilesKept snapshot files.
+func (s *diskStore) PruneSnapshots() error { return pruneSnapFiles(s.snapDir) }
+
+// CleanSnapshots removes stray snapshot files (see cleanSnapDir).
+func (s *diskStore) CleanSnapshots(recordedIndex uint64) ([]string, error) {
+	return cleanSnapDir(s.snapDir, recordedIndex)
 }
 
 // entryCount returns how many log entries bbolt holds.

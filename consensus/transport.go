@@ -10,7 +10,7 @@ import (
 // Config means a single-member group with no network.
 type Transport interface {
 	// Send queues msgs for delivery, best effort. It is called from the
-	// node's loop goroutine after the Ready's state is durable, and must not
+	// Core's goroutine (Node's loop) after the Ready's state is durable, and must not
 	// block that loop for long: implementations marshal the messages inside
 	// Send (raft messages must not be read after Send returns, because raft
 	// may reuse their entries) and drop on a full queue, reporting the peer

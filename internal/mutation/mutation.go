@@ -34,11 +34,15 @@ const (
 	// LeaseReads answers ReadIndex (sync) from the leader's lease instead
 	// of a quorum round (consensus.RaftConfig's ReadOnlyOption).
 	LeaseReads Name = "lease-reads"
+	// AckBeforeDurable makes a member send a Ready's raft messages (its
+	// append acknowledgements and votes) before the Ready's hard state and
+	// entries are durable (consensus.Core.HandleReady).
+	AckBeforeDurable Name = "ack-before-durable"
 )
 
-var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads}
+var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable}
 
-var on [5]atomic.Bool
+var on [6]atomic.Bool
 
 // All returns the names of the known mutations, in a fixed order.
 func All() []Name { return slices.Clone(all) }

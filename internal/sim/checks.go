@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	pb "go.etcd.io/raft/v3/raftpb"
-
 	"github.com/zkraft/zkraft/internal/check"
 	"github.com/zkraft/zkraft/server"
 )
@@ -26,6 +24,8 @@ const (
 	chkExpiry   = "live-session-expired"
 	chkProgress = "progress"
 	chkEphemral = "ephemeral-lifetime"
+	chkPanic    = "panic" // the code under test panicked (raft: log lost or corrupted)
+	chkDurable  = "committed-not-durable"
 )
 
 // ephemeralBound is how long after its timeout a dead client's session may
@@ -86,9 +86,8 @@ func newChecks(w *world) *checks {
 	return &checks{w: w, logAt: map[int64]reqKey{}, stateAt: map[uint64]uint64{}, expiryDone: map[int64]bool{}}
 }
 
-// applied runs after member m applied raft entry e.
-func (k *checks) applied(m *member, e *pb.Entry) {
-	idx := e.GetIndex()
+// applied runs after member m applied the zkraft entry at raft index idx.
+func (k *checks) applied(m *member, idx uint64) {
 	if idx%25 != 0 {
 		return
 	}
@@ -97,6 +96,24 @@ func (k *checks) applied(m *member, e *pb.Entry) {
 		return
 	}
 	k.stateHash(m, idx, data, "apply")
+}
+
+// durable runs when member m applies the entry (index, term): a committed
+// entry must be on the disks of a quorum. Members' disks are counted, the
+// removed ones' included, against the quorum of the smallest voter set a run
+// goes through (reconfig keeps Members-1 or Members voters), so a conf change
+// between commit and apply cannot make the check wrong.
+func (k *checks) durable(m *member, index, term uint64) {
+	holders := 0
+	for _, o := range k.w.members {
+		if o.disk.holds(index, term) {
+			holders++
+		}
+	}
+	if need := (k.w.cfg.Members-1)/2 + 1; holders < need {
+		k.w.fail(chkDurable, "member %d applies entry %d (term %d), which is on the disk of %d members, fewer than a quorum (%d)",
+			m.id, index, term, holders, need)
+	}
 }
 
 // restored checks a member's state right after it was restored from a

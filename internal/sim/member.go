@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -19,9 +20,10 @@ import (
 	"github.com/zkraft/zkraft/znode"
 )
 
-// member is one zkraft member. Its durable state is storage (raft's log,
-// hard state and snapshot, as fsynced by the Ready loop); everything else is
-// lost in a crash.
+// member is one zkraft member: zkraft's real consensus.Core (raft RawNode,
+// Ready handling, apply, conf changes, snapshots) on a simulated disk and
+// network, applying through zkraft's replicated state machine. Its durable
+// state is its disk; everything else is lost in a crash.
 type member struct {
 	w           *world
 	idx         int
@@ -32,9 +34,9 @@ type member struct {
 	incarnation int
 	backlog     []func() // what arrived while paused
 
-	storage    *raft.MemoryStorage
-	confState  *pb.ConfState
-	rn         *raft.RawNode
+	disk       *disk
+	confState  *pb.ConfState // as of the last Ready handled
+	core       *consensus.Core
 	rep        *server.Replica
 	tracker    *session.Tracker
 	applied    uint64
@@ -49,8 +51,6 @@ type member struct {
 	touched    map[int64]bool    // sessions touched since the last liveness report
 	lastSnap   uint64
 	lastNoZxid bool // the last applied entry was not a zkraft entry
-	snapNow    bool // snapshot at the next chance (after a conf change)
-	tornCrash  bool // crash in the middle of the next write of entries
 }
 
 // mconn is a client connection as a member sees it.
@@ -71,8 +71,9 @@ type pendingRead struct {
 
 var silentRaft = &raft.DefaultLogger{Logger: log.New(io.Discard, "", 0)}
 
-// startMembers bootstraps every member from the same initial snapshot: the
-// nodes the workload uses exist and the voters are all members.
+// startMembers bootstraps every member from the same initial snapshot on
+// its disk: the nodes the workload uses exist and the voters are all
+// members.
 func (w *world) startMembers() {
 	n := w.cfg.Members
 	voters := make([]uint64, n)
@@ -97,13 +98,11 @@ func (w *world) startMembers() {
 		panic(err)
 	}
 	for i := 0; i < n; i++ {
-		m := &member{w: w, idx: i, id: uint64(i + 1), storage: raft.NewMemoryStorage()}
-		m.confState = &pb.ConfState{Voters: slices.Clone(voters)}
-		snap := &pb.Snapshot{Data: data, Metadata: &pb.SnapshotMetadata{
-			ConfState: m.confState, Index: proto.Uint64(idx), Term: proto.Uint64(1)}}
-		if err := m.storage.ApplySnapshot(snap); err != nil {
-			panic(err)
-		}
+		m := &member{w: w, idx: i, id: uint64(i + 1), disk: newDisk(w, uint64(i+1))}
+		cs := &pb.ConfState{Voters: slices.Clone(voters)}
+		m.disk.snapshot = &pb.SnapshotMetadata{ConfState: cs, Index: proto.Uint64(idx), Term: proto.Uint64(1)}
+		m.disk.confState = cs
+		m.disk.payloads[[2]uint64{1, idx}] = data
 		w.members = append(w.members, m)
 		m.restart()
 	}
@@ -121,37 +120,103 @@ func (nopHooks) SessionClosed(int64, bool)       {}
 func (nopHooks) SessionTouched(int64)            {}
 func (nopHooks) ExpiryRefused(s session.Session) {}
 
-// restart starts the member from its durable storage.
+// restart starts the member from its disk: a new consensus.Core restores
+// the recorded snapshot and replays the log, as zkraft's Start does.
 func (m *member) restart() {
 	if m.up || m.removed {
 		return
 	}
 	m.incarnation++
-	m.up, m.paused, m.backlog, m.tornCrash = true, false, nil, false
+	m.up, m.paused, m.backlog, m.disk.tear = true, false, nil, false
 	m.tracker = session.NewTracker(clock{m.w}, trackerTickMs)
 	m.rep = server.NewReplica(znode.Options{}, m, zerolog.Nop())
 	m.pending = map[uint64]func(server.Applied, bool){}
 	m.reads, m.conns, m.touched = nil, map[uint64]*mconn{}, map[int64]bool{}
 	m.lead, m.isLeader, m.term = 0, false, 0
-	snap, err := m.storage.Snapshot()
+	m.applied, m.lastSnap, m.lastNoZxid = 0, m.disk.snapshot.GetIndex(), false
+	cfg := consensus.Config{
+		ID:             m.id,
+		TickInterval:   raftTick,
+		ElectionTicks:  electionTicks,
+		HeartbeatTicks: 1,
+		SnapshotEvery:  compactEvery,
+		KeepEntries:    keepEntries,
+		Transport:      simTransport{m},
+		Logger:         zerolog.Nop(),
+		OnLeaderChange: m.leaderChange,
+		// Every member but the initial ones (whose disks hold the
+		// initial snapshot) joins an existing group.
+		Join: true,
+	}
+	m.w.current = m
+	core, err := consensus.NewCore(cfg, stateMachine{m}, consensus.CoreOptions{
+		Storage:      m.disk,
+		Now:          clock{m.w}.Now,
+		OnReadStates: m.readStates,
+		RaftLogger:   silentRaft,
+	})
 	if err != nil {
-		panic(err)
+		m.w.fail("apply", "member %d restart: %v", m.id, err)
+		m.up = false
+		return
 	}
-	m.applied = snap.GetMetadata().GetIndex()
-	m.lastSnap = m.applied
-	if m.applied > 0 { // a member that joined empty has nothing to restore
-		if err := m.rep.Restore(snap.GetMetadata().GetIndex(), snap.GetData()); err != nil {
-			m.w.fail("apply", "member %d restore: %v", m.id, err)
-		}
-		m.w.chk.restored(m)
-	}
-	rn, err := raft.NewRawNode(consensus.RaftConfig(m.id, electionTicks, 1, m.storage, m.applied, silentRaft))
-	if err != nil {
-		panic(err)
-	}
-	m.rn = rn
+	m.core = core
+	m.confState = core.ConfState()
+	m.applied = core.AppliedIndex()
 	m.w.tracef("member %d started (applied %d)", m.id, m.applied)
 	m.process()
+}
+
+// simTransport is the simulated network as the Core's consensus.Transport.
+type simTransport struct{ m *member }
+
+func (t simTransport) Send(msgs []*pb.Message) {
+	for _, msg := range msgs {
+		t.m.w.net.sendRaft(t.m.idx, msg)
+	}
+}
+func (simTransport) Start(consensus.MessageHandler) error { return nil }
+func (simTransport) Stop()                                {}
+
+// stateMachine is the member's server.Replica as the Core's
+// consensus.StateMachine, with the checkers' hooks.
+type stateMachine struct{ m *member }
+
+func (s stateMachine) Apply(index, term uint64, data []byte) error {
+	m := s.m
+	m.w.chk.durable(m, index, term)
+	if err := m.rep.Apply(index, term, data); err != nil {
+		return err
+	}
+	m.applied, m.lastNoZxid = index, false
+	m.w.chk.applied(m, index)
+	return nil
+}
+
+func (s stateMachine) Snapshot() ([]byte, error) {
+	m := s.m
+	data, err := m.rep.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	idx := m.core.AppliedIndex()
+	m.lastSnap = idx
+	m.w.chk.stateHash(m, idx, data, "snapshot")
+	return data, nil
+}
+
+func (s stateMachine) Restore(index uint64, data []byte) error {
+	m := s.m
+	if err := m.rep.Restore(index, data); err != nil {
+		return err
+	}
+	m.applied, m.lastSnap, m.lastNoZxid = index, index, false
+	m.w.chk.restored(m)
+	// Connections saw the old state; as the server, close them.
+	for _, c := range m.sortedConns() {
+		m.closeConn(c)
+	}
+	return nil
 }
 
 // inEnsemble: the member is a voter as far as the run knows (not removed,
@@ -172,7 +237,7 @@ func (m *member) remove() {
 
 func (m *member) crash() {
 	m.w.tracef("member %d crashed", m.id)
-	m.up, m.paused, m.rn, m.backlog = false, false, nil, nil
+	m.up, m.paused, m.core, m.backlog = false, false, nil, nil
 	for _, c := range m.sortedConns() {
 		c.client.connLost(c.id)
 	}
@@ -216,7 +281,8 @@ func (m *member) scheduleTick() {
 		if !m.up || m.paused || m.incarnation != inc {
 			return
 		}
-		m.rn.Tick()
+		m.w.current = m
+		m.core.Tick()
 		m.process()
 		// Expiry decisions and liveness reports run every tick here.
 		if m.up {
@@ -229,129 +295,131 @@ func (m *member) scheduleTick() {
 }
 
 func (m *member) step(msg *pb.Message) {
-	if !m.up || m.rn == nil {
+	if !m.up || m.core == nil {
 		return
 	}
-	_ = m.rn.Step(msg) // errors are stale or foreign messages, as on a real network
+	m.w.current = m
+	_ = m.core.Step(msg) // errors are stale or foreign messages, as on a real network
 	m.process()
 }
 
-// process runs raft's Ready loop: persist, send, apply.
+// process handles the Core's Readys (persist, send, apply: the real
+// consensus code), runs the snapshot jobs it decides inline, then serves
+// the reads that became ready.
 func (m *member) process() {
-	for m.up && m.rn != nil && m.rn.HasReady() {
-		rd := m.rn.Ready()
-		if !raft.IsEmptySnap(rd.Snapshot) {
-			md := rd.Snapshot.GetMetadata()
-			if err := m.storage.ApplySnapshot(rd.Snapshot); err != nil {
-				panic(err)
-			}
-			if err := m.rep.Restore(md.GetIndex(), rd.Snapshot.GetData()); err != nil {
-				m.w.fail("apply", "member %d restore snapshot %d: %v", m.id, md.GetIndex(), err)
-			}
-			m.applied = md.GetIndex()
-			m.lastSnap = m.applied
-			m.w.chk.restored(m)
-			m.confState = md.GetConfState()
-			// Connections saw the old state; as the server, close them.
-			for _, c := range m.sortedConns() {
-				m.closeConn(c)
-			}
-		}
-		if m.tornCrash && len(rd.Entries) > 0 {
-			// The process dies in the middle of this write: a prefix of
-			// the entries reached the disk, the hard state did not, and
-			// nothing was sent.
-			keep := m.w.rng.IntN(len(rd.Entries))
-			if err := m.storage.Append(rd.Entries[:keep]); err != nil {
-				panic(err)
-			}
-			m.w.tracef("member %d crashed writing %d entries (%d reached the disk)", m.id, len(rd.Entries), keep)
-			m.tornCrash = false
-			m.crash()
-			m.w.after(m.w.between(300*time.Millisecond, 3*time.Second), m.restart)
+	m.w.current = m
+	for m.up && m.core != nil && m.core.HasReady() {
+		inc := m.incarnation
+		if err := m.core.HandleReady(); err != nil {
+			m.coreFailed(err)
 			return
 		}
-		if err := m.storage.Append(rd.Entries); err != nil {
-			panic(err)
+		if m.incarnation != inc || !m.up {
+			return
 		}
-		if !raft.IsEmptyHardState(rd.HardState) {
-			if err := m.storage.SetHardState(rd.HardState); err != nil {
-				panic(err)
-			}
-		}
-		for _, msg := range rd.Messages {
-			m.w.net.sendRaft(m.idx, msg)
-		}
-		for _, rs := range rd.ReadStates {
-			for _, r := range m.reads {
-				if r.rctx == string(rs.RequestCtx) {
-					r.index = rs.Index
-				}
-			}
-		}
-		inc := m.incarnation
-		for _, e := range rd.CommittedEntries {
-			m.applyEntry(e)
-			if m.incarnation != inc {
-				return
-			}
-		}
-		m.rn.Advance(rd)
-		if rd.SoftState != nil {
-			m.softState(rd.SoftState)
-		}
+		m.afterReady()
 	}
-	if !m.up {
+	if !m.up || m.core == nil {
 		return
 	}
+	m.runSnapshots()
 	m.serveReads()
-	m.maybeCompact()
+	m.maybeSnapshot()
 }
 
-func (m *member) applyEntry(e *pb.Entry) {
-	m.lastNoZxid = e.GetType() != pb.EntryNormal || len(e.GetData()) == 0
-	switch e.GetType() {
-	case pb.EntryNormal:
-		if len(e.GetData()) > 0 {
-			if err := m.rep.Apply(e.GetIndex(), e.GetTerm(), e.GetData()); err != nil {
-				m.w.fail("apply", "member %d entry %d: %v", m.id, e.GetIndex(), err)
-			}
+// coreFailed handles an error from the Core: a crash the disk simulated
+// (the member restarts later), or a fatal error of the real code, which is
+// a failure of the run.
+func (m *member) coreFailed(err error) {
+	if errors.Is(err, errCrashed) {
+		m.crash()
+		m.w.after(m.w.between(300*time.Millisecond, 3*time.Second), m.restart)
+		return
+	}
+	m.w.fail("apply", "member %d: %v", m.id, err)
+	m.crash()
+}
+
+// afterReady notes what the Ready changed: entries applied that were not
+// zkraft entries, and membership changes.
+func (m *member) afterReady() {
+	if a := m.core.AppliedIndex(); a > m.applied {
+		m.applied, m.lastNoZxid = a, true
+	}
+	cs := m.core.ConfState()
+	if cs == m.confState {
+		return
+	}
+	old := m.confState
+	m.confState = cs
+	m.w.tracef("member %d applied conf state: voters %v learners %v", m.id, cs.GetVoters(), cs.GetLearners())
+	for _, id := range old.GetVoters() {
+		// A removed member stops once its removal is applied by any
+		// member (the leader stops replicating to it, so it may never
+		// apply the entry itself; zkraft's peers then refuse it).
+		if !slices.Contains(cs.GetVoters(), id) && int(id) <= len(m.w.members) {
+			m.w.after(0, m.w.members[id-1].remove)
 		}
-	case pb.EntryConfChange:
-		var cc pb.ConfChange
-		if err := proto.Unmarshal(e.GetData(), &cc); err == nil {
-			m.confState = m.rn.ApplyConfChange(&cc)
-			// As the consensus node: snapshot after a conf change, so a
-			// member that joins empty gets a snapshot that names it.
-			m.snapNow = true
-			m.w.tracef("member %d applied conf change %v %d: voters %v", m.id, cc.GetType(), cc.GetNodeId(), m.confState.GetVoters())
-			// A removed member stops once its removal is applied by any
-			// member (the leader stops replicating to it, so it may never
-			// apply the entry itself; zkraft's peers then refuse it).
-			if id := cc.GetNodeId(); cc.GetType() == pb.ConfChangeRemoveNode && int(id) <= len(m.w.members) {
-				m.w.after(0, m.w.members[id-1].remove)
-			} else if cc.GetType() == pb.ConfChangeAddNode && int(id) <= len(m.w.members) {
-				m.w.members[id-1].outside = false
+	}
+	for _, id := range cs.GetVoters() {
+		if !slices.Contains(old.GetVoters(), id) && int(id) <= len(m.w.members) {
+			m.w.members[id-1].outside = false
+		}
+	}
+}
+
+// runSnapshots runs the local snapshots the Core decided, inline.
+func (m *member) runSnapshots() {
+	for m.core != nil {
+		job := m.core.SnapshotJob()
+		if job == nil {
+			return
+		}
+		if err := m.core.SnapshotDone(job.Run()); err != nil {
+			m.coreFailed(err)
+			return
+		}
+	}
+}
+
+// maybeSnapshot sometimes asks for a snapshot right after an entry that is
+// not a zkraft entry (a new leader's empty entry), where the snapshot's
+// zxid and raft index differ.
+func (m *member) maybeSnapshot() {
+	if !(m.lastNoZxid && m.applied >= m.lastSnap+20 && m.w.chance(0.3)) {
+		return
+	}
+	if err := m.core.RequestSnapshot(); err != nil {
+		m.coreFailed(err)
+		return
+	}
+	m.runSnapshots()
+}
+
+// readStates matches raft's answers to pending reads.
+func (m *member) readStates(rs []raft.ReadState) {
+	for _, s := range rs {
+		for _, r := range m.reads {
+			if r.rctx == string(s.RequestCtx) {
+				r.index = s.Index
 			}
 		}
 	}
-	m.applied = e.GetIndex()
-	m.w.chk.applied(m, e)
 }
 
-func (m *member) softState(ss *raft.SoftState) {
-	if ss.Lead != m.lead {
+// leaderChange is the Core's OnLeaderChange, as the server's.
+func (m *member) leaderChange(isLeader bool, lead, term uint64) {
+	if lead != m.lead {
 		prev := m.lead
-		m.lead = ss.Lead
+		m.lead = lead
 		if prev != 0 {
 			m.failPending()
 		}
 	}
-	isLeader := ss.RaftState == raft.StateLeader
 	if isLeader && !m.isLeader {
 		// As the server: a new leader gives every session a fresh timeout.
 		m.tracker.ResetAll(m.rep.Sessions())
-		m.term = m.rn.BasicStatus().GetTerm()
+		m.term = term
 		m.w.chk.lastElection = m.w.now
 		m.w.tracef("member %d leader in term %d", m.id, m.term)
 	}
@@ -396,33 +464,9 @@ func (m *member) serveReads() {
 	}
 }
 
-// maybeCompact snapshots the state and compacts the log every compactEvery
-// entries, and sometimes right after an entry that is not a zkraft entry
-// (a new leader's empty entry), where the snapshot's zxid and raft index
-// differ.
-func (m *member) maybeCompact() {
-	due := m.applied >= m.lastSnap+compactEvery || m.snapNow
-	if !due && !(m.lastNoZxid && m.applied >= m.lastSnap+20 && m.w.chance(0.3)) {
-		return
-	}
-	data, err := m.rep.Snapshot()
-	if err != nil {
-		m.w.fail("apply", "member %d snapshot: %v", m.id, err)
-		return
-	}
-	if _, err := m.storage.CreateSnapshot(m.applied, m.confState, data); err != nil {
-		return
-	}
-	m.lastSnap, m.snapNow = m.applied, false
-	m.w.chk.stateHash(m, m.applied, data, "snapshot")
-	if m.applied > 50 {
-		_ = m.storage.Compact(m.applied - 50)
-	}
-}
-
 // expiryRound is one round of the server's expiry decision on this member.
 func (m *member) expiryRound() {
-	term := m.rn.BasicStatus().GetTerm()
+	term := m.core.Term()
 	m.rep.DecideExpiries(m.isLeader, m.tracker, clock{m.w}.Now(), expiryRetry, func(id int64, connID uint64) {
 		// The server fences with the term it became leader in; the term a
 		// member decides in is its current term (the same, on a leader).
@@ -468,13 +512,13 @@ func (m *member) propose(p *server.Proposal, done func(server.Applied, bool)) {
 	p.Proposer = m.id
 	p.ReqID = uint64(m.incarnation)<<40 | m.reqCount
 	p.TimeMs = clock{m.w}.Now().UnixMilli()
-	if !m.up || m.rn == nil {
+	if !m.up || m.core == nil {
 		if done != nil {
 			done(server.Applied{}, false)
 		}
 		return
 	}
-	if err := m.rn.Propose(p.Encode()); err != nil {
+	if err := m.core.Propose(p.Encode()); err != nil {
 		if done != nil {
 			done(server.Applied{}, false)
 		}
@@ -667,7 +711,7 @@ func (m *member) handle(c *client, r *request) {
 			reply(resp)
 		}})
 		if m.up {
-			m.rn.ReadIndex([]byte(rctx))
+			m.core.ReadIndex([]byte(rctx))
 			m.process()
 		}
 	case reqWrite:

@@ -3,7 +3,6 @@ package sim
 import (
 	"time"
 
-	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 )
@@ -61,8 +60,8 @@ func (n *network) sendRaft(from int, m *pb.Message) {
 	ok := n.send(from, to, func() {
 		dst := n.w.members[to]
 		dst.step(m)
-		if isSnap && sender.up && sender.incarnation == inc && sender.rn != nil {
-			sender.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFinish)
+		if isSnap && sender.up && sender.incarnation == inc && sender.core != nil {
+			sender.core.ReportSnapshot(m.GetTo(), false)
 			sender.process()
 		}
 	})
@@ -70,8 +69,8 @@ func (n *network) sendRaft(from int, m *pb.Message) {
 		// The leader must learn that the snapshot did not arrive, or it
 		// waits for it forever.
 		n.w.after(n.maxDelay, func() {
-			if sender.up && sender.incarnation == inc && sender.rn != nil {
-				sender.rn.ReportSnapshot(m.GetTo(), raft.SnapshotFailure)
+			if sender.up && sender.incarnation == inc && sender.core != nil {
+				sender.core.ReportSnapshot(m.GetTo(), true)
 				sender.process()
 			}
 		})
@@ -151,7 +150,7 @@ func (w *world) injectFault() {
 		w.reconfigure()
 	case 9: // crash during the next disk write (torn write)
 		if m.up && !m.paused {
-			m.tornCrash = true
+			m.disk.tear = true
 		}
 	case 6: // a client's connection breaks: it reattaches to a member
 		c := w.clients[w.rng.IntN(len(w.clients))]
@@ -180,8 +179,9 @@ const (
 const maxAdded = 8
 
 // reconfigure proposes one membership change through the leader: with fewer
-// voters than configured it adds a new, empty member (it catches up from a
-// snapshot), otherwise it removes a random voter, the leader included.
+// voters than configured it adds a new, empty member as a learner (it
+// catches up from a snapshot, and the leader's consensus code promotes it),
+// otherwise it removes a random voter, the leader included.
 func (w *world) reconfigure() {
 	var leader *member
 	for _, m := range w.members {
@@ -192,11 +192,11 @@ func (w *world) reconfigure() {
 	if leader == nil {
 		return
 	}
-	voters := leader.confState.GetVoters()
+	voters := leader.core.ConfState().GetVoters()
 	if len(voters) >= w.cfg.Members {
 		id := voters[w.rng.IntN(len(voters))]
 		w.tracef("reconfig: remove member %d (leader %d)", id, leader.id)
-		_ = leader.rn.ProposeConfChange(&pb.ConfChange{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: proto.Uint64(id)})
+		_ = leader.core.ProposeConfChange(&pb.ConfChange{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: proto.Uint64(id)})
 		leader.process()
 		return
 	}
@@ -204,12 +204,15 @@ func (w *world) reconfigure() {
 		return
 	}
 	id := uint64(len(w.members) + 1)
-	w.tracef("reconfig: add member %d (leader %d)", id, leader.id)
-	m := &member{w: w, idx: len(w.members), id: id, storage: raft.NewMemoryStorage(), confState: &pb.ConfState{}, outside: true}
+	w.tracef("reconfig: add member %d as a learner (leader %d)", id, leader.id)
+	m := &member{w: w, idx: len(w.members), id: id, disk: newDisk(w, id), outside: true}
 	w.members = append(w.members, m)
 	m.restart()
 	m.scheduleTick()
-	_ = leader.rn.ProposeConfChange(&pb.ConfChange{Type: pb.ConfChangeAddNode.Enum(), NodeId: proto.Uint64(id)})
+	// As consensus.Node.AddMember: a learner first; the leader's Core
+	// promotes it to voter once it has caught up (Core.Tick).
+	_ = leader.core.ProposeConfChange(&pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{
+		{Type: pb.ConfChangeAddLearnerNode.Enum(), NodeId: proto.Uint64(id)}}})
 	leader.process()
 }
 
@@ -230,7 +233,7 @@ func (w *world) heal() {
 	w.healLinks()
 	w.net.dropP, w.net.dupP, w.net.maxDelay = 0, 0, 5*time.Millisecond
 	for _, m := range w.members {
-		m.tornCrash = false // an armed torn write does not fire after the faults
+		m.disk.tear = false // an armed torn write does not fire after the faults
 		if !m.up {
 			m.restart()
 		}

@@ -1,7 +1,11 @@
 // Package sim is a deterministic whole-cluster simulator of zkraft.
 //
-// Members are go.etcd.io/raft/v3 RawNodes stepped by the simulator; each
-// applies its committed entries through zkraft's own replicated state machine
+// Members run zkraft's real consensus.Core (the raft RawNode with zkraft's
+// Ready handling: persist before send, apply, conf changes, snapshot
+// decisions and recording, restart recovery) on a simulated disk (disk.go,
+// a consensus.Storage with torn writes) and the simulated network as its
+// consensus.Transport, with snapshot jobs run inline. Each applies its
+// committed entries through zkraft's own replicated state machine
 // (server.Replica: entry encoding, apply, sessions, the expiry fence, the
 // znode tree) and decides session expiry with the server's own decision code
 // and session.Tracker on a simulated clock. Clients run ZooKeeper operations
@@ -62,6 +66,7 @@ const (
 	expiryEvery     = 100 * time.Millisecond
 	livenessEvery   = 100 * time.Millisecond
 	compactEvery    = 300 // applied entries between snapshots
+	keepEntries     = 50  // log entries kept behind a snapshot
 	expiryRetry     = 2 * time.Second
 	faultFraction   = 0.7
 	drainTime       = 3 * time.Second
@@ -108,6 +113,7 @@ type world struct {
 	profile   int  // which faults this run injects
 	connCount uint64
 	failed    []Failure
+	current   *member // the member whose code runs, for a panic's report
 }
 
 // clock is the simulated clock, as session.Clock.
@@ -148,6 +154,32 @@ func (w *world) fail(checker, format string, args ...any) {
 		}
 	}
 	w.failed = append(w.failed, f)
+}
+
+// loop runs the events until the end of the run. A panic in the code under
+// test (raft panics when it finds its log lost or corrupted, which a real
+// member would die of) ends the run as a failure; loop then returns false.
+func (w *world) loop() (ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if w.current != nil {
+				w.fail(chkPanic, "member %d: %v", w.current.id, r)
+			} else {
+				w.fail(chkPanic, "%v", r)
+			}
+			ok = false
+		}
+	}()
+	for w.queue.Len() > 0 {
+		e := heap.Pop(&w.queue).(*event)
+		if e.at > w.cfg.Duration+drainTime {
+			break
+		}
+		w.now = e.at
+		w.current = nil
+		e.fn()
+	}
+	return true
 }
 
 // prngReader feeds raft's crypto/rand draws from the run's PRNG.
@@ -196,13 +228,8 @@ func Run(cfg Config) []Failure {
 		w.draining = true
 		w.tracef("run ends: clients stop, members drain")
 	})
-	for w.queue.Len() > 0 {
-		e := heap.Pop(&w.queue).(*event)
-		if e.at > cfg.Duration+drainTime {
-			break
-		}
-		w.now = e.at
-		e.fn()
+	if !w.loop() {
+		return w.failed
 	}
 	w.chk.final()
 	w.tracef("%d register operations, %d lock holds, %d acknowledged writes, %d expiries",

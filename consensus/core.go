@@ -1,0 +1,622 @@
+package consensus
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/zkraft/zkraft/internal/mutation"
+)
+
+// Core is one raft member without goroutines or timers: it owns a
+// raft.RawNode, raft's MemoryStorage (the in-memory mirror of the durable
+// log), the durable Storage, the StateMachine, the applied index, conf
+// change application, leader-change notification and the decision to take
+// local snapshots. Its owner calls it from ONE goroutine at a time: Node
+// does so from its loop goroutine, the deterministic simulator
+// (internal/sim) from the simulation's goroutine. Methods documented as safe
+// from any goroutine only read published values.
+//
+// Invariants (see the package documentation for the Ready order):
+//   - Single goroutine: Tick, Step, Propose, ProposeConfChange, ReadIndex,
+//     ReportUnreachable, ReportSnapshot, HasReady, HandleReady,
+//     RequestSnapshot, SnapshotJob, SnapshotDone and Close are never called
+//     concurrently. Time is never read except through the injected clock
+//     (CoreOptions.Now), used only to judge which peers are running.
+//   - Persist before send: a Ready's messages leave (Transport.Send) only
+//     after its snapshot, hard state and entries are durable (Storage.Write
+//     returned).
+//   - Apply only durable committed entries, in order, never skipping one:
+//     an entry reaches StateMachine.Apply only after it was written, and
+//     only as the successor of the applied index; an Apply error is fatal
+//     (HandleReady returns it, and the applied index stays below the entry).
+//   - After HandleReady or SnapshotDone returned an error the Core must not
+//     be used again, except Close.
+type Core struct {
+	cfg       Config
+	lg        zerolog.Logger
+	sm        StateMachine
+	store     Storage
+	mem       *raft.MemoryStorage // in-memory mirror of store, read by raft
+	rn        *raft.RawNode
+	transport Transport // nil: single member
+	now       func() time.Time
+	onReads   func([]raft.ReadState)
+
+	applied appliedTracker
+
+	// Published on the core's goroutine, read by any goroutine.
+	lead      atomic.Uint64
+	isLeader  atomic.Bool
+	raftState atomic.Uint64 // raft.StateType
+	term      atomic.Uint64
+	vote      atomic.Uint64
+	commit    atomic.Uint64
+	snapIndex atomic.Uint64
+	confState atomic.Pointer[pb.ConfState] // as of the applied index
+	// raftConf is confState once raft was told it is applied (Advance):
+	// only then does the leader accept the next conf change.
+	raftConf  atomic.Pointer[pb.ConfState]
+	confMu    sync.Mutex
+	confC     chan struct{} // closed and replaced when raftConf changes
+	activity  peerActivity  // when each peer was last heard from
+	removed   atomic.Bool   // the applied conf state no longer lists this member
+	batches   atomic.Uint64 // storage writes that carried log entries
+	persisted atomic.Uint64 // log entries written to storage
+
+	// snapMu orders a SnapshotJob recording a local snapshot against
+	// HandleReady recording one received from the leader.
+	snapMu sync.Mutex
+
+	// Owned by the core's goroutine.
+	hardState    *pb.HardState // latest hard state raft emitted
+	hsDirty      bool          // hardState not yet written to storage
+	notifiedLead uint64        // last leader passed to OnLeaderChange
+	notifiedMe   bool          // last isLeader passed to OnLeaderChange
+	// snapNow asks maybeSnapshot for a snapshot now (after a conf change,
+	// or RequestSnapshot).
+	snapNow      bool
+	snapInflight bool         // a SnapshotJob was handed out and not Done
+	job          *SnapshotJob // decided, not yet taken by SnapshotJob()
+	confDirty    bool         // confState changed, raftConf not yet published
+	promoteConf  *pb.ConfState
+	promoteWait  int // ticks before promoting again at promoteConf
+}
+
+// CoreOptions are the seams a Core's owner injects.
+type CoreOptions struct {
+	// Storage is the durable raft state (required). The Core takes
+	// ownership: Close closes it.
+	Storage Storage
+	// Now is the clock used to judge which peers are running (heard from
+	// within an election timeout of TickInterval ticks). Nil: time.Now.
+	Now func() time.Time
+	// OnReadStates receives raft's answers to ReadIndex requests, on the
+	// core's goroutine, after the Ready's committed entries were applied.
+	OnReadStates func([]raft.ReadState)
+	// RaftLogger replaces the raft logger built from Config.Logger.
+	RaftLogger raft.Logger
+}
+
+// NewCore loads the durable state from opts.Storage, restores the latest
+// snapshot into sm and creates the raft instance: a new group from
+// cfg.Peers if the storage is empty (unless cfg.Join), a restart otherwise.
+// cfg.DataDir is not used. On error the storage is left open.
+func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
+	cfg, err := cfg.coreDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("consensus: %w", err)
+	}
+	if sm == nil {
+		return nil, errors.New("consensus: nil StateMachine")
+	}
+	if opts.Storage == nil {
+		return nil, errors.New("consensus: nil Storage")
+	}
+	c := &Core{
+		cfg:       cfg,
+		lg:        cfg.Logger.With().Str("component", "consensus").Uint64("node_id", cfg.ID).Logger(),
+		sm:        sm,
+		store:     opts.Storage,
+		mem:       raft.NewMemoryStorage(),
+		transport: cfg.Transport,
+		now:       opts.Now,
+		onReads:   opts.OnReadStates,
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	st, err := c.recover()
+	if err != nil {
+		return nil, fmt.Errorf("consensus: %w", err)
+	}
+	rl := opts.RaftLogger
+	if rl == nil {
+		rl = newRaftLogger(c.lg)
+	}
+	rc := RaftConfig(cfg.ID, cfg.ElectionTicks, cfg.HeartbeatTicks, c.mem, st.Snapshot.GetIndex(), rl)
+	if c.rn, err = raft.NewRawNode(rc); err != nil {
+		return nil, fmt.Errorf("consensus: create raft node: %w", err)
+	}
+	if st.empty() && !cfg.Join {
+		peers := make([]raft.Peer, len(cfg.Peers))
+		for i, p := range cfg.Peers {
+			peers[i] = raft.Peer{ID: p.ID, Context: []byte(p.Addr)}
+		}
+		c.lg.Info().Int("peers", len(peers)).Msg("bootstrapping new raft group")
+		if err := c.rn.Bootstrap(peers); err != nil {
+			return nil, fmt.Errorf("consensus: bootstrap raft group: %w", err)
+		}
+	} else {
+		c.lg.Info().
+			Uint64("snapshot_index", st.Snapshot.GetIndex()).
+			Uint64("commit", st.HardState.GetCommit()).
+			Uint64("term", st.HardState.GetTerm()).
+			Int("entries", len(st.Entries)).
+			Msg("restarting raft node")
+	}
+	c.publishRaft()
+	return c, nil
+}
+
+// recover loads the durable state into the state machine and raft's
+// in-memory storage.
+func (c *Core) recover() (LoadedState, error) {
+	st, err := c.store.Load()
+	if err != nil {
+		return st, err
+	}
+	removed, err := c.store.CleanSnapshots(st.Snapshot.GetIndex())
+	if err != nil {
+		return st, err
+	}
+	if len(removed) > 0 {
+		c.lg.Warn().Strs("files", removed).Msg("removed unrecorded snapshot files")
+	}
+	cs := pb.EnsureConfState(nil)
+	if md := st.Snapshot; md.GetIndex() > 0 {
+		data, err := c.store.LoadSnapshot(md.GetTerm(), md.GetIndex())
+		if err != nil {
+			return st, fmt.Errorf("load snapshot at index %d: %w", md.GetIndex(), err)
+		}
+		if err := c.sm.Restore(md.GetIndex(), data); err != nil {
+			return st, fmt.Errorf("restore state machine from snapshot at index %d: %w", md.GetIndex(), err)
+		}
+		if err := c.mem.ApplySnapshot(&pb.Snapshot{Metadata: md, Data: data}); err != nil {
+			return st, fmt.Errorf("load snapshot into raft storage: %w", err)
+		}
+		cs = pb.EnsureConfState(md.GetConfState())
+		c.snapIndex.Store(md.GetIndex())
+		c.applied.advance(md.GetIndex())
+	}
+	c.setConfState(cs)
+	c.publishConf()
+	if st.HardState != nil {
+		if snap := st.Snapshot.GetIndex(); st.HardState.GetCommit() < snap {
+			// The commit index is written lazily and a local snapshot is
+			// recorded off the loop, so the durable commit index can be
+			// behind the snapshot; a snapshot only holds committed entries.
+			st.HardState.Commit = new(snap)
+		}
+		if err := c.mem.SetHardState(st.HardState); err != nil {
+			return st, fmt.Errorf("load hard state: %w", err)
+		}
+		c.hardState = st.HardState
+		c.term.Store(st.HardState.GetTerm())
+	}
+	if err := c.mem.Append(st.Entries); err != nil {
+		return st, fmt.Errorf("load entries: %w", err)
+	}
+	return st, nil
+}
+
+// setConfState records the conf state as of the applied index. It is
+// published to confWatch callers by publishConf, after Advance.
+func (c *Core) setConfState(cs *pb.ConfState) {
+	c.confState.Store(cs)
+	c.confDirty = true
+	// A member that joins has an empty conf state until it is added.
+	c.removed.Store(len(cs.GetVoters()) > 0 && !isMember(cs, c.cfg.ID) &&
+		!slices.Contains(cs.GetVotersOutgoing(), c.cfg.ID))
+}
+
+// publishConf makes confState the conf state raft has applied and wakes
+// confWatch callers. Called once raft was told (Advance).
+func (c *Core) publishConf() {
+	c.confDirty = false
+	c.raftConf.Store(c.confState.Load())
+	c.confMu.Lock()
+	defer c.confMu.Unlock()
+	if c.confC != nil {
+		close(c.confC)
+	}
+	c.confC = make(chan struct{})
+}
+
+// publishRaft publishes raft's hard and soft state for Status.
+func (c *Core) publishRaft() {
+	st := c.rn.BasicStatus()
+	c.term.Store(st.GetTerm())
+	c.vote.Store(st.GetVote())
+	c.commit.Store(st.GetCommit())
+}
+
+// appliedConf returns the conf state raft has applied. Any goroutine.
+func (c *Core) appliedConf() *pb.ConfState { return c.raftConf.Load() }
+
+// confWatch returns a channel closed at the next change of appliedConf.
+// Any goroutine.
+func (c *Core) confWatch() <-chan struct{} {
+	c.confMu.Lock()
+	defer c.confMu.Unlock()
+	return c.confC
+}
+
+// ConfState returns the conf state as of the applied index. Any goroutine.
+func (c *Core) ConfState() *pb.ConfState { return c.confState.Load() }
+
+// Lead returns the leader this member knows, 0 if none. Any goroutine.
+func (c *Core) Lead() uint64 { return c.lead.Load() }
+
+// IsLeader reports whether this member is the leader. Any goroutine.
+func (c *Core) IsLeader() bool { return c.isLeader.Load() }
+
+// Term returns raft's current term as of the last Ready. Any goroutine.
+func (c *Core) Term() uint64 { return c.term.Load() }
+
+// AppliedIndex returns the applied index. Any goroutine.
+func (c *Core) AppliedIndex() uint64 { return c.applied.get() }
+
+// Removed reports whether this member applied its own removal. Any goroutine.
+func (c *Core) Removed() bool { return c.removed.Load() }
+
+// Tick advances raft's logical clock by one tick and, on the leader,
+// proposes to promote a caught-up learner.
+func (c *Core) Tick() {
+	c.rn.Tick()
+	c.maybePromote()
+}
+
+// Step hands a message from a peer to raft. It records that the sender is
+// running, and on the leader drops (returning nil) a forwarded conf change
+// that checkConfChange refuses.
+func (c *Core) Step(m *pb.Message) error {
+	c.activity.record(m.GetFrom(), c.now())
+	if err := c.checkForwarded(m); err != nil {
+		c.lg.Warn().Err(err).Uint64("from", m.GetFrom()).Msg("dropping forwarded conf change")
+		return nil
+	}
+	return c.rn.Step(m)
+}
+
+// Propose hands data to raft (raft.ErrProposalDropped when no leader is
+// known or the leader sheds load).
+func (c *Core) Propose(data []byte) error { return c.rn.Propose(data) }
+
+// ProposeConfChange hands a conf change to raft.
+func (c *Core) ProposeConfChange(cc pb.ConfChangeI) error { return c.rn.ProposeConfChange(cc) }
+
+// ReadIndex asks raft for a read index; the answer carries rctx and reaches
+// CoreOptions.OnReadStates. Raft drops it silently without a leader.
+func (c *Core) ReadIndex(rctx []byte) { c.rn.ReadIndex(rctx) }
+
+// ReportUnreachable tells raft the last message to id was not delivered.
+func (c *Core) ReportUnreachable(id uint64) { c.rn.ReportUnreachable(id) }
+
+// ReportSnapshot tells raft whether a MsgSnap to id was delivered.
+func (c *Core) ReportSnapshot(id uint64, failed bool) {
+	st := raft.SnapshotFinish
+	if failed {
+		st = raft.SnapshotFailure
+	}
+	c.rn.ReportSnapshot(id, st)
+}
+
+// HasReady reports whether HandleReady has work.
+func (c *Core) HasReady() bool { return c.rn.HasReady() }
+
+// raftStatus returns raft's full status (progress included).
+func (c *Core) raftStatus() raft.Status { return c.rn.Status() }
+
+// HandleReady takes one raft.Ready and handles it completely in the
+// documented order: persist, mirror into MemoryStorage, send, restore a
+// received snapshot, apply committed entries, deliver read states, notify a
+// leader change, decide a local snapshot (taken with SnapshotJob), Advance.
+// Any error is fatal: raft is not advanced and the Core must not be used
+// again.
+func (c *Core) HandleReady() error {
+	rd := c.rn.Ready()
+	if rd.SoftState != nil {
+		c.lead.Store(rd.SoftState.Lead)
+		c.isLeader.Store(rd.SoftState.RaftState == raft.StateLeader)
+		c.raftState.Store(uint64(rd.SoftState.RaftState))
+	}
+
+	// Known wrong (mutation ack-before-durable): the messages, among them
+	// append acknowledgements and votes, leave before what they vouch for
+	// is durable.
+	early := mutation.Enabled(mutation.AckBeforeDurable)
+	if early {
+		c.send(rd.Messages)
+	}
+
+	// 1. Persist: snapshot payload first, then snapshot metadata, hard
+	// state and entries in one Storage.Write (one fsync for the batch).
+	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
+	if hasSnap {
+		// Ordered against a SnapshotJob recording a local snapshot.
+		c.snapMu.Lock()
+		defer c.snapMu.Unlock()
+	}
+	if err := c.persist(rd, hasSnap); err != nil {
+		return err
+	}
+
+	// 2. Mirror into raft's in-memory storage, which raft reads from.
+	if hasSnap {
+		if err := c.mem.ApplySnapshot(rd.Snapshot); err != nil {
+			return fmt.Errorf("apply snapshot to raft storage: %w", err)
+		}
+	}
+	if rd.HardState != nil {
+		if err := c.mem.SetHardState(rd.HardState); err != nil {
+			return fmt.Errorf("set hard state: %w", err)
+		}
+	}
+	if err := c.mem.Append(rd.Entries); err != nil {
+		return fmt.Errorf("append entries to raft storage: %w", err)
+	}
+
+	// 3. Send: only now is everything the messages promise durable.
+	if !early {
+		c.send(rd.Messages)
+	}
+
+	// 4. Apply the snapshot and committed entries to the state machine.
+	if hasSnap {
+		if err := c.restoreSnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+	}
+	if err := c.applyCommitted(rd.CommittedEntries); err != nil {
+		return err
+	}
+	if len(rd.ReadStates) > 0 && c.onReads != nil {
+		c.onReads(rd.ReadStates)
+	}
+	c.maybeNotifyLeader()
+
+	// 5. Snapshot if due, then tell raft this Ready is done.
+	if err := c.maybeSnapshot(); err != nil {
+		return err
+	}
+	c.rn.Advance(rd)
+	c.publishRaft()
+	if c.confDirty {
+		c.publishConf()
+	}
+	c.maybeCampaign()
+	return nil
+}
+
+func (c *Core) send(msgs []*pb.Message) {
+	if c.transport != nil && len(msgs) > 0 {
+		c.transport.Send(msgs)
+	}
+}
+
+// persist writes the durable part of rd. A HardState that only moves the
+// commit index (rd.MustSync false, no entries) is not written on its own:
+// raft allows losing it, and it rides along with the next write. This keeps
+// one fsync per Ready on the sequential-propose path.
+func (c *Core) persist(rd raft.Ready, hasSnap bool) error {
+	var w WriteBatch
+	if hasSnap {
+		md := rd.Snapshot.GetMetadata()
+		if err := c.store.SaveSnapshot(md.GetTerm(), md.GetIndex(), rd.Snapshot.GetData()); err != nil {
+			return fmt.Errorf("save received snapshot at index %d: %w", md.GetIndex(), err)
+		}
+		w.Snapshot = md
+		w.DropAllEntries = true
+		w.ConfState = md.GetConfState()
+	}
+	if rd.HardState != nil {
+		c.hardState = rd.HardState
+		c.hsDirty = true
+		c.term.Store(rd.HardState.GetTerm())
+	}
+	w.Entries = rd.Entries
+	if c.hsDirty && (rd.MustSync || !w.Empty()) {
+		w.HardState = c.hardState
+	}
+	if err := c.store.Write(&w); err != nil {
+		return err
+	}
+	if w.HardState != nil {
+		c.hsDirty = false
+	}
+	if len(rd.Entries) > 0 {
+		c.batches.Add(1)
+		c.persisted.Add(uint64(len(rd.Entries)))
+	}
+	if hasSnap {
+		if err := c.store.PruneSnapshots(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreSnapshot hands a snapshot received from the leader to the state
+// machine. It is durable on disk already.
+func (c *Core) restoreSnapshot(s *pb.Snapshot) error {
+	md := s.GetMetadata()
+	if err := c.sm.Restore(md.GetIndex(), s.GetData()); err != nil {
+		return fmt.Errorf("restore state machine from snapshot at index %d: %w", md.GetIndex(), err)
+	}
+	c.setConfState(pb.EnsureConfState(proto.Clone(md.GetConfState()).(*pb.ConfState)))
+	c.snapIndex.Store(md.GetIndex())
+	c.applied.advance(md.GetIndex())
+	c.lg.Info().Uint64("index", md.GetIndex()).Uint64("term", md.GetTerm()).Msg("restored snapshot from leader")
+	return nil
+}
+
+// applyCommitted applies committed entries in order. Entries at or below the
+// applied index (already covered by a snapshot) are skipped.
+func (c *Core) applyCommitted(ents []*pb.Entry) error {
+	if len(ents) == 0 {
+		return nil
+	}
+	applied := c.applied.get()
+	confChanged := false
+	for _, e := range ents {
+		idx := e.GetIndex()
+		if idx <= applied {
+			continue
+		}
+		if idx != applied+1 {
+			return fmt.Errorf("committed entry %d does not follow applied index %d", idx, applied)
+		}
+		switch e.GetType() {
+		case pb.EntryNormal:
+			if len(e.GetData()) > 0 {
+				if err := c.sm.Apply(idx, e.GetTerm(), e.GetData()); err != nil {
+					// Fatal: the applied index stays below idx and the
+					// caller returns before Advance.
+					c.applied.advance(applied)
+					return fmt.Errorf("state machine cannot apply entry %d (term %d): %w", idx, e.GetTerm(), err)
+				}
+			}
+		case pb.EntryConfChange:
+			var cc pb.ConfChange
+			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+				return fmt.Errorf("decode conf change at index %d: %w", idx, err)
+			}
+			c.applyConfChange(&cc)
+			confChanged = true
+		case pb.EntryConfChangeV2:
+			var cc pb.ConfChangeV2
+			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+				return fmt.Errorf("decode conf change v2 at index %d: %w", idx, err)
+			}
+			c.applyConfChange(&cc)
+			confChanged = true
+		default:
+			return fmt.Errorf("unknown entry type %v at index %d", e.GetType(), idx)
+		}
+		applied = idx
+	}
+	if confChanged {
+		// A snapshot from before this change does not list new members,
+		// and raft on a new member refuses such a snapshot. Once the log
+		// has been compacted a new member can only join through a
+		// snapshot, so take a fresh one at the end of this Ready.
+		c.snapNow = c.snapNow || c.snapIndex.Load() > 0
+		if err := c.writeWithHardState(&WriteBatch{ConfState: c.confState.Load()}); err != nil {
+			return err
+		}
+	}
+	c.applied.advance(applied)
+	return nil
+}
+
+// applyConfChange applies cc to raft and tells the transport about peers.
+func (c *Core) applyConfChange(cc pb.ConfChangeI) {
+	cs := c.rn.ApplyConfChange(cc)
+	c.setConfState(pb.EnsureConfState(cs))
+	v2 := cc.AsV2()
+	pu, _ := c.transport.(PeerUpdater)
+	for _, ch := range v2.GetChanges() {
+		id := ch.GetNodeId()
+		switch ch.GetType() {
+		case pb.ConfChangeAddNode, pb.ConfChangeAddLearnerNode:
+			if pu != nil && id != c.cfg.ID && len(v2.GetContext()) > 0 {
+				pu.AddPeer(Peer{ID: id, Addr: string(v2.GetContext())})
+			}
+		case pb.ConfChangeRemoveNode:
+			if pu != nil && id != c.cfg.ID {
+				pu.RemovePeer(id)
+			}
+			if id == c.cfg.ID {
+				c.lg.Warn().Msg("this member was removed from the group")
+				if c.cfg.OnRemoved != nil {
+					c.cfg.OnRemoved()
+				}
+			}
+		}
+	}
+	c.lg.Info().Str("change", pb.ConfChangesToString(v2.GetChanges())).
+		Uints64("voters", cs.GetVoters()).Msg("applied conf change")
+}
+
+// maybeNotifyLeader calls OnLeaderChange when the leader or this member's
+// leadership changed since the last call.
+func (c *Core) maybeNotifyLeader() {
+	lead, me := c.lead.Load(), c.isLeader.Load()
+	if lead == c.notifiedLead && me == c.notifiedMe {
+		return
+	}
+	c.notifiedLead, c.notifiedMe = lead, me
+	c.lg.Info().Uint64("leader", lead).Bool("is_leader", me).Uint64("term", c.term.Load()).Msg("leader changed")
+	if c.cfg.OnLeaderChange != nil {
+		c.cfg.OnLeaderChange(me, lead, c.term.Load())
+	}
+}
+
+// writeWithHardState writes w durably, with the hard state if it changed
+// since it was last written.
+func (c *Core) writeWithHardState(w *WriteBatch) error {
+	if c.hsDirty {
+		w.HardState = c.hardState
+	}
+	if err := c.store.Write(w); err != nil {
+		return err
+	}
+	if w.HardState != nil {
+		c.hsDirty = false
+	}
+	return nil
+}
+
+// maybeCampaign makes a sole voter elect itself at once instead of waiting
+// for an election timeout.
+func (c *Core) maybeCampaign() {
+	// Only from follower: a candidate's own vote is delivered on Advance,
+	// and campaigning again would only bump the term.
+	if c.lead.Load() != 0 || raft.StateType(c.raftState.Load()) != raft.StateFollower {
+		return
+	}
+	cs := c.confState.Load()
+	if len(cs.GetVoters()) != 1 || cs.GetVoters()[0] != c.cfg.ID || len(cs.GetVotersOutgoing()) != 0 {
+		return
+	}
+	if err := c.rn.Campaign(); err != nil {
+		c.lg.Warn().Err(err).Msg("campaign as sole voter")
+	}
+}
+
+// Close writes a hard state that only moved the commit index, if any (best
+// effort: losing it is harmless, raft re-learns it), unless the Core failed,
+// and closes the storage. No SnapshotJob may be running.
+func (c *Core) Close(failed bool) error {
+	var errs []error
+	if !failed && c.hsDirty {
+		if err := c.store.Write(&WriteBatch{HardState: c.hardState}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.store.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	c.lead.Store(0)
+	c.isLeader.Store(false)
+	return errors.Join(errs...)
+}
