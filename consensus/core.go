@@ -323,9 +323,6 @@ func (c *Core) ReportSnapshot(id uint64, failed bool) {
 // HasReady reports whether HandleReady has work.
 func (c *Core) HasReady() bool { return c.rn.HasReady() }
 
-// raftStatus returns raft's full status (progress included).
-func (c *Core) raftStatus() raft.Status { return c.rn.Status() }
-
 // HandleReady takes one raft.Ready and handles it completely in the
 // documented order: persist, mirror into MemoryStorage, send, restore a
 // received snapshot, apply committed entries, deliver read states, notify a
