@@ -397,7 +397,8 @@ func start(target zktest.Target, members int, profile bool) (*server, error) {
 	return s, nil
 }
 
-var adminStarted = regexp.MustCompile(`AdminServer started.*?(127\.0\.0\.1:\d+)`)
+// adminStarted matches the log line, JSON (addr first) or console.
+var adminStarted = regexp.MustCompile(`(127\.0\.0\.1:\d+)[^\n]*AdminServer started|AdminServer started[^\n]*?(127\.0\.0\.1:\d+)`)
 
 // adminAddr finds the AdminServer address a zkraft server logged.
 func adminAddr(logPath string) string {
@@ -405,7 +406,7 @@ func adminAddr(logPath string) string {
 	for time.Now().Before(deadline) {
 		b, _ := os.ReadFile(logPath)
 		if m := adminStarted.FindSubmatch(b); m != nil {
-			return string(m[1])
+			return string(m[1]) + string(m[2])
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
