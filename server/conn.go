@@ -104,7 +104,7 @@ func newConn(srv *Server, nc net.Conn) *conn {
 		ip:          host,
 		remote:      nc.RemoteAddr().String(),
 		items:       make(chan *item, maxInFlight),
-		enc:         jute.NewEncoder(make([]byte, 0, 4096)),
+		enc:         jute.NewEncoder(make([]byte, 0, 512)), // grows to the largest reply
 		bw:          writerPool.Get().(*bufio.Writer),
 		wake:        make(chan struct{}, 1),
 		readsDone:   make(chan struct{}, 1),
