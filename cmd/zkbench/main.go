@@ -45,12 +45,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -301,16 +303,22 @@ func main() {
 				if r == 0 && s.profile != "" {
 					prof = startProfile(s.profile, *pprofDir, fmt.Sprintf("%dm-%s", *members, fileName(w.name)), *duration)
 				}
+				b0, e0 := s.raftBatches()
 				res, err := run(s, w, *duration, value)
 				if err != nil {
 					fail(err)
 				}
+				b1, e1 := s.raftBatches()
 				if prof != nil {
 					prof.finish()
 				}
 				results[w.name][s.target].add(res)
-				fmt.Fprintf(os.Stderr, "%-7s %-15s round %d %9.0f ops/s  p50 %-8v p99 %v\n",
-					s.target, w.name, r+1, res.rate(), res.pct(50), res.pct(99))
+				batch := ""
+				if b1 > b0 {
+					batch = fmt.Sprintf("  raft: %.0f log writes/s, %.1f entries each", float64(b1-b0)/duration.Seconds(), float64(e1-e0)/float64(b1-b0))
+				}
+				fmt.Fprintf(os.Stderr, "%-7s %-15s round %d %9.0f ops/s  p50 %-8v p99 %-8v%s\n",
+					s.target, w.name, r+1, res.rate(), res.pct(50), res.pct(99), batch)
 			}
 		}
 	}
@@ -412,6 +420,44 @@ func adminAddr(logPath string) string {
 	}
 	fail(fmt.Errorf("no AdminServer address in %s", logPath))
 	return ""
+}
+
+// raftBatches reads zkraft's leader's mntr counters of log writes (bbolt
+// transactions carrying entries) and entries written; zeros for ZooKeeper.
+func (s *server) raftBatches() (batches, entries int64) {
+	if s.target != zktest.Zkraft {
+		return 0, 0
+	}
+	for _, addr := range s.addrs {
+		kv := mntr(addr)
+		if st := kv["zk_server_state"]; st == "leader" || st == "standalone" {
+			b, _ := strconv.ParseInt(kv["zk_raft_persist_batches"], 10, 64)
+			e, _ := strconv.ParseInt(kv["zk_raft_persisted_entries"], 10, 64)
+			return b, e
+		}
+	}
+	return 0, 0
+}
+
+// mntr returns the mntr lines of the server at addr (nil on error).
+func mntr(addr string) map[string]string {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("mntr")); err != nil {
+		return nil
+	}
+	b, _ := io.ReadAll(c)
+	kv := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "\t"); ok {
+			kv[k] = strings.TrimSpace(v)
+		}
+	}
+	return kv
 }
 
 func (s *server) connect(n int) error {
