@@ -365,5 +365,7 @@ func TestSessionChurnAllocations(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	perSession := (after.TotalAlloc - before.TotalAlloc) / n
 	t.Logf("%d bytes allocated per session", perSession)
-	require.Less(t, perSession, uint64(96<<10))
+	// Pooled: about 55 KiB (95 KiB with -race, whose sync.Pool drops a
+	// quarter of what is put back); per-connection buffers: over 180 KiB.
+	require.Less(t, perSession, uint64(128<<10))
 }
