@@ -1,7 +1,7 @@
 // Package zoocfg reads a ZooKeeper zoo.cfg into the typed settings of a
 // zkraft member: ZooKeeper's own keys (and the "zookeeper." system property
 // spelling of many), the server.N membership lines, the TLS keys, and
-// zkraft's few additions (zkraft.join, zkraft.electionTickMs).
+// zkraft's few additions (zkraft.join, zkraft.electionTickMs, zkraft.pprof).
 //
 // Invariants:
 //   - Load starts from Default and applies the file's lines in order; a later
