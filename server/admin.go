@@ -7,6 +7,7 @@ import (
 	"html"
 	"math"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"runtime"
 	"sort"
@@ -197,7 +198,21 @@ var adminCommandsByName = func() map[string]*adminCommand {
 func (o *operability) adminHandler() http.Handler {
 	base := o.s.cfg.AdminCommandURL
 	ui := o.uiHandler()
+	var profiles http.Handler
+	if o.s.cfg.Pprof {
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		profiles = mux
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if profiles != nil && strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+			profiles.ServeHTTP(w, r) // zkraft.pprof=true
+			return
+		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)

@@ -383,6 +383,18 @@ func TestAdminServerConfig(t *testing.T) {
 		code, _ = adminGet(t, s, "/commands/ruok")
 		require.Equal(t, http.StatusNotFound, code)
 	})
+	t.Run("pprof only when zkraft.pprof is set", func(t *testing.T) {
+		s := startServer(t, withAdmin)
+		code, _ := adminGet(t, s, "/debug/pprof/")
+		require.Equal(t, http.StatusNotFound, code)
+		s = startServer(t, func(c *Config) { withAdmin(c); c.Pprof = true })
+		code, body := adminGet(t, s, "/debug/pprof/")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, string(body), "goroutine")
+		code, body = adminGet(t, s, "/debug/pprof/heap?debug=1")
+		require.Equal(t, http.StatusOK, code)
+		require.Contains(t, string(body), "heap profile")
+	})
 	t.Run("port in use does not stop the server", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		require.NoError(t, err)
@@ -402,11 +414,12 @@ func TestOperabilityConfigKeys(t *testing.T) {
 	require.False(t, d.MetricsEnabled)
 	require.Equal(t, 7000, d.MetricsPort)
 	require.Equal(t, map[string]bool{"srvr": true}, d.FourLetterWords)
+	require.False(t, d.Pprof)
 
 	path := filepath.Join(t.TempDir(), "zoo.cfg")
 	text := "admin.enableServer=false\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=9090\nadmin.commandURL=/cmds/\n" +
 		"admin.idleTimeout=5000\nmetricsProvider.className=" + PrometheusProviderClass + "\nmetricsProvider.httpHost=127.0.0.2\n" +
-		"metricsProvider.httpPort=7001\nmetricsProvider.exportJvmInfo=false\n"
+		"metricsProvider.httpPort=7001\nmetricsProvider.exportJvmInfo=false\nzkraft.pprof=true\n"
 	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
 	c, err := Load(path, zerolog.Nop())
 	require.NoError(t, err)
@@ -419,10 +432,11 @@ func TestOperabilityConfigKeys(t *testing.T) {
 	require.Equal(t, "127.0.0.2", c.MetricsHost)
 	require.Equal(t, 7001, c.MetricsPort)
 	require.False(t, c.MetricsExportJvm)
+	require.True(t, c.Pprof)
 	require.Equal(t, text, c.InitialConfig)
 
 	for _, bad := range []string{"admin.serverPort=x", "admin.enableServer=maybe", "admin.commandURL=commands",
-		"metricsProvider.className=com.example.Other", "metricsProvider.httpPort=70000"} {
+		"metricsProvider.className=com.example.Other", "metricsProvider.httpPort=70000", "zkraft.pprof=sometimes"} {
 		require.NoError(t, os.WriteFile(path, []byte(bad+"\n"), 0o644))
 		_, err := Load(path, zerolog.Nop())
 		require.Error(t, err, bad)

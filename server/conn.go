@@ -70,6 +70,7 @@ type conn struct {
 	readsPending atomic.Int64
 	readsDone    chan struct{}
 	enc          *jute.Encoder // writer goroutine only
+	deadline     *time.Timer   // writer goroutine only: the answered item's deadline
 	bw           *bufio.Writer // writer goroutine only
 
 	// Notifications and ping replies waiting for the writer. Events carry the
@@ -103,13 +104,14 @@ func newConn(srv *Server, nc net.Conn) *conn {
 		ip:          host,
 		remote:      nc.RemoteAddr().String(),
 		items:       make(chan *item, maxInFlight),
-		enc:         jute.NewEncoder(make([]byte, 0, 4096)),
-		bw:          bufio.NewWriterSize(nc, 64*1024),
+		enc:         jute.NewEncoder(make([]byte, 0, 512)), // grows to the largest reply
+		bw:          writerPool.Get().(*bufio.Writer),
 		wake:        make(chan struct{}, 1),
 		readsDone:   make(chan struct{}, 1),
 		done:        make(chan struct{}),
 		established: time.Now(),
 	}
+	c.bw.Reset(nc)
 	c.connID = srv.reqBase | uint64(uint32(c.id))
 	c.log = srv.log.With().Str("remote", c.remote).Logger()
 	ids := []jute.Id{{Scheme: "ip", ID: host}}
@@ -117,6 +119,19 @@ func newConn(srv *Server, nc net.Conn) *conn {
 	c.stats.minLatency.Store(-1)
 	return c
 }
+
+// connBufSize is the size of a connection's read and write buffers.
+const connBufSize = 64 * 1024
+
+// Connection buffers are pooled: a session that only connects and closes
+// would otherwise allocate (and clear) 128 KiB, which made the garbage
+// collector the largest CPU cost of session create+close (README,
+// Performance). A buffer goes back to its pool only once the goroutine that
+// used it has ended.
+var (
+	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, connBufSize) }}
+	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, connBufSize) }}
+)
 
 // queuedEvent is a notification frame waiting for its turn.
 type queuedEvent struct {
@@ -205,6 +220,10 @@ func (c *conn) finish() {
 	c.dropUnanswered()
 	c.srv.dropConn(c)
 	_ = c.nc.Close()
+	// The writer, the only user of bw, has ended (or never started).
+	c.bw.Reset(nil)
+	writerPool.Put(c.bw)
+	c.bw = nil
 }
 
 // dropUnanswered takes the requests the writer left unanswered off the
@@ -237,7 +256,12 @@ func (c *conn) closed() bool {
 // serve runs a connection to its end.
 func (c *conn) serve() {
 	defer c.finish()
-	br := bufio.NewReaderSize(c.nc, 64*1024)
+	br := readerPool.Get().(*bufio.Reader)
+	br.Reset(c.nc)
+	defer func() { // before finish: only this goroutine reads
+		br.Reset(nil)
+		readerPool.Put(br)
+	}()
 
 	// A connection that sends nothing is dropped (sessionlessCnxnTimeout).
 	if !c.setReadDeadline(time.Now().Add(10 * time.Second)) {
@@ -494,7 +518,15 @@ func (c *conn) writeLoop() {
 func (c *conn) answer(it *item) bool {
 	defer c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
 	if it.ready != nil {
-		timer := time.NewTimer(time.Until(it.deadline))
+		// One timer per connection, reset per item: a timer per write was
+		// a steady allocation on the write path. Since Go 1.23 a Reset
+		// timer never delivers a value from before the Reset.
+		if c.deadline == nil {
+			c.deadline = time.NewTimer(time.Until(it.deadline))
+		} else {
+			c.deadline.Reset(time.Until(it.deadline))
+		}
+		timer := c.deadline
 		defer timer.Stop()
 	wait:
 		for {

@@ -106,9 +106,19 @@ type entry struct {
 
 // data returns e encoded as the raft entry data every replica applies.
 func (e *entry) data() []byte {
-	enc := jute.NewEncoder(make([]byte, 0, 64+len(e.Body)))
+	enc := jute.NewEncoder(make([]byte, 0, e.encodedLen()))
 	e.Encode(enc)
 	return enc.Bytes()
+}
+
+// encodedLen is the exact length of e's encoding, so that data allocates
+// once (entries are encoded on every write).
+func (e *entry) encodedLen() int {
+	n := 4 + 8*3 + 8 + 4 + 4 + 8*2 + 4 + 4 + len(e.Body) + 4
+	for i := range e.Auth {
+		n += 4 + len(e.Auth[i].Scheme) + 4 + len(e.Auth[i].ID)
+	}
+	return n
 }
 
 func (e *entry) Encode(enc *jute.Encoder) {

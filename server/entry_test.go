@@ -64,3 +64,26 @@ func TestDecodeWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestEntryDataExactSize: data allocates the encoding's exact length, so
+// encoding a write never grows its buffer.
+func TestEntryDataExactSize(t *testing.T) {
+	tests := []struct {
+		name string
+		e    entry
+	}{
+		{"empty", entry{}},
+		{"create with two ids", entry{Proposer: 1, ReqID: 2, Type: jute.OpCreate, Body: make([]byte, 150),
+			Auth: []jute.Id{{Scheme: "ip", ID: "127.0.0.1"}, {Scheme: "digest", ID: "bob:x"}}, Opts: optTTL}},
+		{"session entry", entry{Type: entryCreateSession, Body: CreateSessionBody(7, 30000, make([]byte, 16))}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			enc := jute.NewEncoder(nil)
+			tt.e.Encode(enc)
+			d := tt.e.data()
+			require.Equal(t, enc.Bytes(), d)
+			require.Equal(t, len(d), cap(d))
+		})
+	}
+}

@@ -151,7 +151,10 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 	// the write with them, as ZooKeeper's followers take the leader's
 	// decision (entry.Opts).
 	e := &entry{Type: op, SessionID: c.sessionID, Cxid: xid, ConnID: c.connID, Seq: c.writeSeq,
-		Auth: *c.authIDs.Load(), Body: append([]byte(nil), body...), Opts: writeOpts(c.srv.sm.treeOpts)}
+		Auth: *c.authIDs.Load(), Body: body, Opts: writeOpts(c.srv.sm.treeOpts)}
+	// Body aliases the read buffer, reused for the next frame once this
+	// returns: propose encodes the entry (a copy) before it returns, and e
+	// is not kept.
 	return c.proposeItem(it, e)
 }
 

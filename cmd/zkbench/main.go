@@ -1,21 +1,58 @@
 // Command zkbench measures zkraft against Apache ZooKeeper 3.8 side by side,
 // in one run on one machine, and prints each result as a ratio.
 //
-//	go run ./cmd/zkbench                       # both servers, default workloads
-//	go run ./cmd/zkbench -clients 32 -duration 20s
+//	go run ./cmd/zkbench                                  # standalone, every workload
+//	go run ./cmd/zkbench -members 3 -svg ratios-3.svg     # 3-member ensembles
+//	go run ./cmd/zkbench -targets zkraft -pprof /tmp/prof # profiles of zkraft only
 //
-// Each server is started fresh (standalone, on loopback, fsync on) by the
-// same harness the tests use. Every workload runs with N clients (separate
-// sessions), each sending synchronous requests back to back; the figures are
-// operations per second and latency percentiles. Apache ZooKeeper runs in a
-// JVM, so each target is warmed up with the same workload first.
+// Both servers (or both ensembles) are started fresh on loopback, fsync on,
+// by the harness the tests use, and stay up for the whole run. ZooKeeper runs
+// with its own JVM defaults (-Xmx1000m, as zkServer.sh; not the tests' quick
+// C1-only JVM), and every workload is first run unmeasured on both
+// (-warmup) so that the JVM is compiled and warm. Each workload is then
+// measured -rounds times per server, alternating which server goes first,
+// and the rounds are summed: noise from other work on the machine falls on
+// both. Every workload runs N clients (separate sessions), each sending
+// synchronous requests back to back; in an ensemble client i talks to
+// member i mod 3. Figures are operations per second and latency
+// percentiles of one operation.
+//
+// Workloads:
+//
+//	create          create a persistent node (128-byte value)
+//	setData         set the client's own node
+//	getData         read the client's own node
+//	mixed 90% read  getData, and setData every 10th operation
+//	lock            Curator's InterProcessMutex recipe, uncontended (a lock per
+//	                client): acquire (create ephemeral-sequential, getChildren,
+//	                lowest wins) + release (delete) is one operation
+//	lock hand-offs  the same recipe, all clients contending for one lock; a
+//	                waiter watches its predecessor (getData with a watch); one
+//	                operation is one acquisition+release, so ops/s counts
+//	                hand-offs; latency is from request to release
+//	session         open a session (connect, wait for it) and close it
+//
+// With -svg, a bar chart of the ratios (zkraft / ZooKeeper) with the targets
+// of issue 11 is written to that file. With -pprof DIR, zkraft runs with
+// zkraft.pprof=true and, during its first measured round of each workload,
+// a CPU profile and the allocations (heap profiles before and after, for
+// `go tool pprof -sample_index=alloc_space -diff_base before after`) of the
+// server (the leader in an ensemble) are written to DIR.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
+	"path"
+	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,171 +63,528 @@ import (
 	"github.com/zkraft/zkraft/internal/zktest"
 )
 
+// zookeeperJVM is what Debian's zkServer.sh starts ZooKeeper with
+// (ZK_SERVER_HEAP=1000); everything else is the JVM's default (G1, C2).
+var zookeeperJVM = []string{"-Xmx1000m"}
+
 type result struct {
-	ops  int64
-	secs float64
-	p50  time.Duration
-	p99  time.Duration
+	ops int64
+	dur time.Duration
+	lat []time.Duration
 }
 
-func (r result) rate() float64 { return float64(r.ops) / r.secs }
+func (r result) rate() float64 {
+	if r.dur <= 0 {
+		return 0
+	}
+	return float64(r.ops) / r.dur.Seconds()
+}
+
+func (r *result) add(o result) {
+	r.ops += o.ops
+	r.dur += o.dur
+	r.lat = append(r.lat, o.lat...)
+}
+
+func (r result) pct(p int) time.Duration {
+	if len(r.lat) == 0 {
+		return 0
+	}
+	l := append([]time.Duration(nil), r.lat...)
+	sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	return l[(len(l)-1)*p/100].Round(10 * time.Microsecond)
+}
+
+// client is one session of a benchmark: its connection, the member it talks
+// to, and its index.
+type client struct {
+	id   int
+	conn *zk.Conn
+	addr string
+}
+
+// errStopped ends a client's run while it waits for a lock.
+var errStopped = errors.New("stopped")
 
 type workload struct {
-	name string
-	op   func(c *zk.Conn, client, i int, value []byte) error
+	name   string
+	target float64 // issue 11's target ratio
+	// op runs one operation; stop closes when the run is over (only
+	// operations that wait need it).
+	op func(cl *client, i int, value []byte, stop <-chan struct{}) error
 }
 
+var acl = zk.WorldACL(zk.PermAll)
+
 var workloads = []workload{
-	{"create", func(c *zk.Conn, client, i int, v []byte) error {
-		_, err := c.Create(fmt.Sprintf("/bench/c%d-%d", client, i), v, 0, zk.WorldACL(zk.PermAll))
+	{"create", 1.5, func(cl *client, i int, v []byte, _ <-chan struct{}) error {
+		_, err := cl.conn.Create(fmt.Sprintf("/bench/c%d-%d", cl.id, i), v, 0, acl)
 		if err == zk.ErrNodeExists {
 			return nil
 		}
 		return err
 	}},
-	{"setData", func(c *zk.Conn, client, i int, v []byte) error {
-		_, err := c.Set(fmt.Sprintf("/bench/s%d", client), v, -1)
+	{"setData", 1.5, func(cl *client, _ int, v []byte, _ <-chan struct{}) error {
+		_, err := cl.conn.Set(fmt.Sprintf("/bench/s%d", cl.id), v, -1)
 		return err
 	}},
-	{"getData", func(c *zk.Conn, client, i int, v []byte) error {
-		_, _, err := c.Get(fmt.Sprintf("/bench/s%d", client))
+	{"getData", 1.4, func(cl *client, _ int, _ []byte, _ <-chan struct{}) error {
+		_, _, err := cl.conn.Get(fmt.Sprintf("/bench/s%d", cl.id))
 		return err
 	}},
-	{"mixed 90% read", func(c *zk.Conn, client, i int, v []byte) error {
+	{"mixed 90% read", 0, func(cl *client, i int, v []byte, _ <-chan struct{}) error {
 		if i%10 == 0 {
-			_, err := c.Set(fmt.Sprintf("/bench/s%d", client), v, -1)
+			_, err := cl.conn.Set(fmt.Sprintf("/bench/s%d", cl.id), v, -1)
 			return err
 		}
-		_, _, err := c.Get(fmt.Sprintf("/bench/s%d", client))
+		_, _, err := cl.conn.Get(fmt.Sprintf("/bench/s%d", cl.id))
 		return err
 	}},
+	{"lock", 1.5, func(cl *client, _ int, _ []byte, stop <-chan struct{}) error {
+		return lockOnce(cl.conn, fmt.Sprintf("/bench/locks/l%d", cl.id), stop)
+	}},
+	{"lock hand-offs", 1.5, func(cl *client, _ int, _ []byte, stop <-chan struct{}) error {
+		return lockOnce(cl.conn, "/bench/locks/shared", stop)
+	}},
+	{"session", 1.5, func(cl *client, _ int, _ []byte, _ <-chan struct{}) error {
+		c, events, err := zk.Connect([]string{cl.addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		timeout := time.After(20 * time.Second)
+		for {
+			select {
+			case ev := <-events:
+				if ev.State == zk.StateHasSession {
+					return nil
+				}
+			case <-timeout:
+				return fmt.Errorf("no session with %s in 20s", cl.addr)
+			}
+		}
+	}},
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Printf(string, ...any) {}
+
+// lockOnce acquires and releases the lock dir as Curator's InterProcessMutex
+// does (LockInternals): create an ephemeral-sequential child, list the
+// children, own the lock if it is the lowest, otherwise watch the one just
+// below with getData and look again when it goes. Release deletes the child.
+// If stop closes while waiting, the child is deleted and errStopped
+// returned.
+func lockOnce(c *zk.Conn, dir string, stop <-chan struct{}) error {
+	p, err := c.Create(dir+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+	if err != nil {
+		return fmt.Errorf("create lock node: %w", err)
+	}
+	me := path.Base(p)
+	for {
+		kids, _, err := c.Children(dir)
+		if err != nil {
+			return fmt.Errorf("list lock: %w", err)
+		}
+		sort.Strings(kids) // lock-%010d: the name order is the sequence order
+		idx := sort.SearchStrings(kids, me)
+		if idx == len(kids) || kids[idx] != me {
+			return fmt.Errorf("lock node %s vanished", p)
+		}
+		if idx == 0 {
+			break
+		}
+		_, _, ev, err := c.GetW(dir + "/" + kids[idx-1])
+		if err == zk.ErrNoNode {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("watch predecessor: %w", err)
+		}
+		select {
+		case <-ev:
+		case <-stop:
+			if err := c.Delete(p, -1); err != nil {
+				return fmt.Errorf("give up lock: %w", err)
+			}
+			return errStopped
+		}
+	}
+	if err := c.Delete(p, -1); err != nil {
+		return fmt.Errorf("release lock: %w", err)
+	}
+	return nil
+}
+
+// server is one running standalone server or ensemble.
+type server struct {
+	target  zktest.Target
+	addrs   []string // client addresses; client i uses addrs[i%len]
+	profile string   // AdminServer address serving pprof (zkraft with -pprof)
+	clients []*client
+	close   func()
 }
 
 func main() {
-	clients := flag.Int("clients", 16, "concurrent clients (sessions)")
-	duration := flag.Duration("duration", 10*time.Second, "measured time per workload")
-	warmup := flag.Duration("warmup", 5*time.Second, "unmeasured time per workload before measuring")
-	valueSize := flag.Int("value", 100, "bytes of data per write")
+	nClients := flag.Int("clients", 16, "concurrent clients (sessions)")
+	duration := flag.Duration("duration", 5*time.Second, "measured time per workload, server and round")
+	warmup := flag.Duration("warmup", 5*time.Second, "unmeasured time per workload and server before measuring")
+	rounds := flag.Int("rounds", 2, "measured rounds per workload and server, alternating which server goes first")
+	valueSize := flag.Int("value", 128, "bytes of data per write")
+	members := flag.Int("members", 1, "1 (standalone) or 3 (ensembles of three members)")
 	only := flag.String("workloads", "", "comma-separated workload names (default all)")
 	targets := flag.String("targets", "zkraft,apache", "servers to measure")
+	svgPath := flag.String("svg", "", "write a bar chart of the ratios to this SVG file")
+	pprofDir := flag.String("pprof", "", "write zkraft CPU and heap profiles of each workload to this directory")
 	flag.Parse()
+	if *members != 1 && *members != 3 {
+		fail(fmt.Errorf("-members must be 1 or 3, got %d", *members))
+	}
 
-	value := make([]byte, *valueSize)
-	results := map[string]map[zktest.Target]result{}
-	var names []string
+	var ws []workload
 	for _, w := range workloads {
 		if *only == "" || strings.Contains(","+*only+",", ","+w.name+",") {
-			names = append(names, w.name)
-			results[w.name] = map[zktest.Target]result{}
+			ws = append(ws, w)
 		}
 	}
-	var ts []zktest.Target
-	for _, t := range strings.Split(*targets, ",") {
-		ts = append(ts, zktest.Target(strings.TrimSpace(t)))
+	if len(ws) == 0 {
+		fail(fmt.Errorf("no workload matches %q", *only))
 	}
-	for _, target := range ts {
-		dir, err := os.MkdirTemp("", "zkbench-")
-		if err != nil {
+	if *pprofDir != "" {
+		if err := os.MkdirAll(*pprofDir, 0o755); err != nil {
 			fail(err)
 		}
-		srv, err := zktest.Launch(target, dir, zktest.Options{})
-		if err != nil {
-			fail(fmt.Errorf("start %s: %w", target, err))
-		}
-		conns := connect(srv.Addr, *clients)
-		setup(conns[0], *clients, value)
-		for _, w := range workloads {
-			if _, ok := results[w.name]; !ok {
-				continue
-			}
-			run(conns, w, *warmup, value)
-			results[w.name][target] = run(conns, w, *duration, value)
-			r := results[w.name][target]
-			fmt.Fprintf(os.Stderr, "%-8s %-16s %10.0f ops/s  p50 %-8v p99 %v\n", target, w.name, r.rate(), r.p50, r.p99)
-		}
-		for _, c := range conns {
-			c.Close()
-		}
-		srv.Close()
-		_ = os.RemoveAll(dir)
 	}
-	fmt.Printf("\n%d clients, %d-byte values, %v per workload (after %v warm-up), standalone, fsync on\n\n", *clients, *valueSize, *duration, *warmup)
-	fmt.Printf("| workload | zkraft ops/s | ZooKeeper ops/s | ratio | zkraft p50/p99 | ZooKeeper p50/p99 |\n|---|---|---|---|---|---|\n")
-	for _, n := range names {
-		z, a := results[n][zktest.Zkraft], results[n][zktest.Apache]
-		ratio := "-"
-		if a.ops > 0 && z.ops > 0 {
-			ratio = fmt.Sprintf("%.2fx", z.rate()/a.rate())
+	value := make([]byte, *valueSize)
+	var servers []*server
+	for _, t := range strings.Split(*targets, ",") {
+		s, err := start(zktest.Target(strings.TrimSpace(t)), *members, *pprofDir != "")
+		if err != nil {
+			for _, s := range servers {
+				s.close()
+			}
+			fail(err)
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %s | %v / %v | %v / %v |\n", n, z.rate(), a.rate(), ratio, z.p50, z.p99, a.p50, a.p99)
+		servers = append(servers, s)
+	}
+	defer func() {
+		for _, s := range servers {
+			for _, c := range s.clients {
+				c.conn.Close()
+			}
+			s.close()
+		}
+	}()
+	for _, s := range servers {
+		if err := s.connect(*nClients); err != nil {
+			fail(err)
+		}
+		if err := setup(s.clients[0].conn, *nClients, value); err != nil {
+			fail(fmt.Errorf("%s: setup: %w", s.target, err))
+		}
+	}
+
+	results := map[string]map[zktest.Target]*result{}
+	for wi, w := range ws {
+		results[w.name] = map[zktest.Target]*result{}
+		for _, s := range servers {
+			results[w.name][s.target] = &result{}
+			if *warmup > 0 {
+				if _, err := run(s, w, *warmup, value); err != nil {
+					fail(err)
+				}
+			}
+		}
+		for r := 0; r < *rounds; r++ {
+			for k := range servers {
+				s := servers[(k+r+wi)%len(servers)]
+				var prof *profiler
+				if r == 0 && s.profile != "" {
+					prof = startProfile(s.profile, *pprofDir, fmt.Sprintf("%dm-%s", *members, fileName(w.name)), *duration)
+				}
+				b0, e0 := s.raftBatches()
+				res, err := run(s, w, *duration, value)
+				if err != nil {
+					fail(err)
+				}
+				b1, e1 := s.raftBatches()
+				if prof != nil {
+					prof.finish()
+				}
+				results[w.name][s.target].add(res)
+				batch := ""
+				if b1 > b0 {
+					batch = fmt.Sprintf("  raft: %.0f log writes/s, %.1f entries each", float64(b1-b0)/duration.Seconds(), float64(e1-e0)/float64(b1-b0))
+				}
+				fmt.Fprintf(os.Stderr, "%-7s %-15s round %d %9.0f ops/s  p50 %-8v p99 %-8v%s\n",
+					s.target, w.name, r+1, res.rate(), res.pct(50), res.pct(99), batch)
+			}
+		}
+	}
+
+	mode := "standalone"
+	if *members == 3 {
+		mode = "3 members each"
+	}
+	fmt.Printf("\n%d clients, %d-byte values, %d rounds of %v per workload and server (after %v warm-up), %s, fsync on, loopback\n\n",
+		*nClients, *valueSize, *rounds, *duration, *warmup, mode)
+	fmt.Printf("| workload | zkraft ops/s | ZooKeeper ops/s | zkraft / ZooKeeper | target | zkraft p50 / p99 | ZooKeeper p50 / p99 |\n|---|---|---|---|---|---|---|\n")
+	var bars []bar
+	for _, w := range ws {
+		z, a := results[w.name][zktest.Zkraft], results[w.name][zktest.Apache]
+		if z == nil {
+			z = &result{}
+		}
+		if a == nil {
+			a = &result{}
+		}
+		ratio, tgt := "-", "-"
+		if w.target > 0 {
+			tgt = fmt.Sprintf("≥ %.1fx", w.target)
+		}
+		if a.ops > 0 && z.ops > 0 {
+			q := z.rate() / a.rate()
+			ratio = fmt.Sprintf("%.2fx", q)
+			bars = append(bars, bar{w.name, q, w.target})
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %s | %s | %v / %v | %v / %v |\n", w.name, z.rate(), a.rate(), ratio, tgt,
+			z.pct(50), z.pct(99), a.pct(50), a.pct(99))
+	}
+	if *svgPath != "" {
+		title := fmt.Sprintf("zkraft / ZooKeeper 3.8 throughput, %s, %d clients", mode, *nClients)
+		if err := os.WriteFile(*svgPath, []byte(chart(title, bars)), 0o644); err != nil {
+			fail(err)
+		}
 	}
 }
 
-func connect(addr string, n int) []*zk.Conn {
-	conns := make([]*zk.Conn, n)
-	for i := range conns {
-		c, _, err := zk.Connect([]string{addr}, 30*time.Second, zk.WithLogInfo(false))
+// start launches target standalone or as a 3-member ensemble.
+func start(target zktest.Target, members int, profile bool) (*server, error) {
+	dir, err := os.MkdirTemp("", "zkbench-")
+	if err != nil {
+		return nil, err
+	}
+	var extra map[string]string
+	if target == zktest.Zkraft && profile {
+		extra = map[string]string{"admin.enableServer": "true", "admin.serverAddress": "127.0.0.1",
+			"admin.serverPort": "0", "zkraft.pprof": "true"}
+	}
+	var jvm []string
+	if target == zktest.Apache {
+		jvm = zookeeperJVM
+	}
+	s := &server{target: target}
+	if members == 1 {
+		srv, err := zktest.Launch(target, dir, zktest.Options{Extra: extra, JVMFlags: jvm})
 		if err != nil {
-			fail(err)
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("start %s: %w", target, err)
+		}
+		s.addrs = []string{srv.Addr}
+		s.close = func() { srv.Close(); _ = os.RemoveAll(dir) }
+		if profile {
+			s.profile = adminAddr(srv.LogPath)
+		}
+		return s, nil
+	}
+	c, err := zktest.LaunchCluster(members, dir, zktest.ClusterOptions{Target: target, TickMs: 2000, Extra: extra, JVMFlags: jvm})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("start %s ensemble: %w", target, err)
+	}
+	s.addrs = c.Addrs()
+	s.close = func() { c.Close(); _ = os.RemoveAll(dir) }
+	if profile {
+		for _, m := range c.Members {
+			if m.Mode() == "leader" {
+				s.profile = adminAddr(m.LogPath)
+			}
+		}
+	}
+	return s, nil
+}
+
+// adminStarted matches the log line, JSON (addr first) or console.
+var adminStarted = regexp.MustCompile(`(127\.0\.0\.1:\d+)[^\n]*AdminServer started|AdminServer started[^\n]*?(127\.0\.0\.1:\d+)`)
+
+// adminAddr finds the AdminServer address a zkraft server logged.
+func adminAddr(logPath string) string {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(logPath)
+		if m := adminStarted.FindSubmatch(b); m != nil {
+			return string(m[1]) + string(m[2])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fail(fmt.Errorf("no AdminServer address in %s", logPath))
+	return ""
+}
+
+// raftBatches reads zkraft's leader's mntr counters of log writes (bbolt
+// transactions carrying entries) and entries written; zeros for ZooKeeper.
+func (s *server) raftBatches() (batches, entries int64) {
+	if s.target != zktest.Zkraft {
+		return 0, 0
+	}
+	for _, addr := range s.addrs {
+		kv := mntr(addr)
+		if st := kv["zk_server_state"]; st == "leader" || st == "standalone" {
+			b, _ := strconv.ParseInt(kv["zk_raft_persist_batches"], 10, 64)
+			e, _ := strconv.ParseInt(kv["zk_raft_persisted_entries"], 10, 64)
+			return b, e
+		}
+	}
+	return 0, 0
+}
+
+// mntr returns the mntr lines of the server at addr (nil on error).
+func mntr(addr string) map[string]string {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte("mntr")); err != nil {
+		return nil
+	}
+	b, _ := io.ReadAll(c)
+	kv := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, "\t"); ok {
+			kv[k] = strings.TrimSpace(v)
+		}
+	}
+	return kv
+}
+
+func (s *server) connect(n int) error {
+	for i := 0; i < n; i++ {
+		addr := s.addrs[i%len(s.addrs)]
+		c, _, err := zk.Connect([]string{addr}, 30*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
+		if err != nil {
+			return err
 		}
 		deadline := time.Now().Add(20 * time.Second)
 		for c.State() != zk.StateHasSession {
 			if time.Now().After(deadline) {
-				fail(fmt.Errorf("no session with %s", addr))
+				c.Close()
+				return fmt.Errorf("%s: no session with %s", s.target, addr)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		conns[i] = c
+		s.clients = append(s.clients, &client{id: i, conn: c, addr: addr})
 	}
-	return conns
+	return nil
 }
 
-func setup(c *zk.Conn, clients int, value []byte) {
-	if _, err := c.Create("/bench", nil, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
-		fail(err)
-	}
+func setup(c *zk.Conn, clients int, value []byte) error {
+	paths := []string{"/bench", "/bench/locks", "/bench/locks/shared"}
 	for i := 0; i < clients; i++ {
-		if _, err := c.Create(fmt.Sprintf("/bench/s%d", i), value, 0, zk.WorldACL(zk.PermAll)); err != nil && err != zk.ErrNodeExists {
-			fail(err)
+		paths = append(paths, fmt.Sprintf("/bench/s%d", i), fmt.Sprintf("/bench/locks/l%d", i))
+	}
+	for _, p := range paths {
+		if _, err := c.Create(p, value, 0, acl); err != nil && err != zk.ErrNodeExists {
+			return fmt.Errorf("create %s: %w", p, err)
 		}
 	}
+	return nil
 }
 
 var seq atomic.Int64 // distinct node names across runs of the create workload
 
-func run(conns []*zk.Conn, w workload, d time.Duration, value []byte) result {
+// run runs w on every client of s for d. A run that has not ended a minute
+// after d is a hung server: zkbench exits.
+func run(s *server, w workload, d time.Duration, value []byte) (result, error) {
+	watchdog := time.AfterFunc(d+time.Minute, func() {
+		fail(fmt.Errorf("%s %s: still running a minute after its %v", s.target, w.name, d))
+	})
+	defer watchdog.Stop()
 	var wg sync.WaitGroup
-	lat := make([][]time.Duration, len(conns))
-	var ops atomic.Int64
+	lat := make([][]time.Duration, len(s.clients))
+	errs := make([]error, len(s.clients))
+	stop := make(chan struct{})
 	start := time.Now()
-	stop := start.Add(d)
-	for ci, c := range conns {
+	end := start.Add(d)
+	timer := time.AfterFunc(d, func() { close(stop) })
+	defer timer.Stop()
+	for ci, cl := range s.clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for time.Now().Before(stop) {
+			for time.Now().Before(end) {
 				i := int(seq.Add(1))
 				t0 := time.Now()
-				if err := w.op(c, ci, i, value); err != nil {
-					fail(fmt.Errorf("%s: %w", w.name, err))
+				err := w.op(cl, i, value, stop)
+				if err == errStopped {
+					return
 				}
-				lat[ci] = append(lat[ci], time.Since(t0))
-				ops.Add(1)
+				if err != nil {
+					errs[ci] = fmt.Errorf("%s %s: %w", s.target, w.name, err)
+					return
+				}
+				if t1 := time.Now(); t1.Before(end) {
+					lat[ci] = append(lat[ci], t1.Sub(t0))
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	var all []time.Duration
+	r := result{dur: d}
 	for _, l := range lat {
-		all = append(all, l...)
+		r.ops += int64(len(l))
+		r.lat = append(r.lat, l...)
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	r := result{ops: ops.Load(), secs: time.Since(start).Seconds()}
-	if len(all) > 0 {
-		r.p50 = all[len(all)/2].Round(time.Microsecond)
-		r.p99 = all[len(all)*99/100].Round(time.Microsecond)
+	return r, errors.Join(errs...)
+}
+
+// profiler fetches a CPU profile over a run, and heap profiles before and
+// after it.
+type profiler struct {
+	addr, prefix string
+	done         chan struct{}
+}
+
+func startProfile(addr, dir, name string, d time.Duration) *profiler {
+	p := &profiler{addr: addr, prefix: filepath.Join(dir, name), done: make(chan struct{})}
+	fetch(addr+"/debug/pprof/heap", p.prefix+"-heap-before.pprof")
+	go func() {
+		defer close(p.done)
+		secs := max(1, int(d/time.Second))
+		fetch(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", addr, secs), p.prefix+"-cpu.pprof")
+	}()
+	return p
+}
+
+func (p *profiler) finish() {
+	<-p.done
+	fetch(p.addr+"/debug/pprof/heap", p.prefix+"-heap-after.pprof")
+}
+
+func fetch(url, file string) {
+	resp, err := http.Get("http://" + url)
+	if err != nil {
+		fail(fmt.Errorf("profile: %w", err))
 	}
-	return r
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		fail(fmt.Errorf("profile %s: status %d: %v", url, resp.StatusCode, err))
+	}
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		fail(err)
+	}
+}
+
+func fileName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, s)
 }
 
 func fail(err error) {

@@ -48,7 +48,11 @@ func apacheCommand(opts Options) (string, []string, error) {
 		}
 		cp = strings.Join(apacheJars, ":")
 	}
-	args := []string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", cp}
+	flags := []string{"-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+	if opts.JVMFlags != nil {
+		flags = opts.JVMFlags
+	}
+	args := append(append([]string(nil), flags...), "-cp", cp)
 	args = append(args, opts.javaProps()...)
 	args = append(args, "org.apache.zookeeper.server.quorum.QuorumPeerMain")
 	return java, args, nil

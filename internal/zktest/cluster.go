@@ -32,6 +32,9 @@ type ClusterOptions struct {
 	// SuperDigest is "super:<base64 sha1>" (see DigestACLHash); reconfig
 	// needs the super user unless SkipACL is set.
 	SuperDigest string
+	// JVMFlags, when not nil, replace the test JVM flags of Apache members
+	// (see Options.JVMFlags).
+	JVMFlags []string
 	// SkipACL sets skipACL=yes: any client may reconfigure (zkraft applies
 	// it to reconfig only; Apache to every ACL check).
 	SkipACL bool
@@ -99,25 +102,54 @@ type Member struct {
 // of each member's output if the test failed.
 func StartCluster(t testing.TB, n int, opts ClusterOptions) *Cluster {
 	t.Helper()
-	if n < 1 {
-		t.Fatalf("zktest: StartCluster with %d members", n)
-	}
-	c := &Cluster{Target: opts.target(), Dir: t.TempDir(), opts: opts}
-	t.Cleanup(func() { c.close(t) })
-	ports, err := freePorts(3 * n)
+	c, err := launchCluster(n, t.TempDir(), opts, func(c *Cluster) { t.Cleanup(func() { c.close(t) }) })
 	if err != nil {
 		t.Fatalf("zktest: %v", err)
+	}
+	return c
+}
+
+// LaunchCluster is StartCluster outside a test: the ensemble lives in dir
+// (which must exist and be owned by the caller), and the caller must call
+// Close. A failed start stops whatever it started.
+func LaunchCluster(n int, dir string, opts ClusterOptions) (*Cluster, error) {
+	c, err := launchCluster(n, dir, opts, nil)
+	if err != nil && c != nil {
+		c.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops every member ever started (LaunchCluster's cleanup).
+func (c *Cluster) Close() { c.stopAll() }
+
+// launchCluster starts the ensemble; registered, when set, is called as soon
+// as the cluster exists, before any process starts.
+func launchCluster(n int, dir string, opts ClusterOptions, registered func(*Cluster)) (*Cluster, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("cluster with %d members", n)
+	}
+	c := &Cluster{Target: opts.target(), Dir: dir, opts: opts}
+	if registered != nil {
+		registered(c)
+	}
+	ports, err := freePorts(3 * n)
+	if err != nil {
+		return c, err
 	}
 	for i := 0; i < n; i++ {
 		m, err := c.newMember(i+1, ports[3*i], ports[3*i+1], ports[3*i+2], false)
 		if err != nil {
-			t.Fatalf("zktest: member %d: %v", i+1, err)
+			return c, fmt.Errorf("member %d: %w", i+1, err)
 		}
 		c.Members = append(c.Members, m)
 	}
 	for _, m := range c.Members {
 		if err := m.writeConfig(c.Members, c); err != nil {
-			t.Fatalf("zktest: member %d: %v", m.ID, err)
+			return c, fmt.Errorf("member %d: %w", m.ID, err)
 		}
 	}
 	// Members are started together: none can serve before a quorum runs.
@@ -133,11 +165,13 @@ func StartCluster(t testing.TB, n int, opts ClusterOptions) *Cluster {
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("zktest: start member %d: %v", i+1, err)
+			return c, fmt.Errorf("start member %d: %w", i+1, err)
 		}
 	}
-	c.WaitSettled(t)
-	return c
+	if _, err := c.waitSettled(); err != nil {
+		return c, err
+	}
+	return c, nil
 }
 
 // newMember prepares the directory of member id and registers it for the
@@ -167,7 +201,7 @@ func (c *Cluster) newMember(id, clientPort, peerPort, electionPort int, join boo
 			s.args = append(s.args, "--join")
 		}
 	case Apache:
-		java, args, err := apacheCommand(Options{SuperDigest: c.opts.SuperDigest})
+		java, args, err := apacheCommand(Options{SuperDigest: c.opts.SuperDigest, JVMFlags: c.opts.JVMFlags})
 		if err != nil {
 			return nil, err
 		}
@@ -326,6 +360,14 @@ func (c *Cluster) Leader(t testing.TB) *Member {
 // followers, and returns the leader.
 func (c *Cluster) WaitSettled(t testing.TB) *Member {
 	t.Helper()
+	leader, err := c.waitSettled()
+	if err != nil {
+		t.Fatalf("zktest: %v", err)
+	}
+	return leader
+}
+
+func (c *Cluster) waitSettled() (*Member, error) {
 	deadline := time.Now().Add(clusterReadyTimeout)
 	for {
 		var leader *Member
@@ -344,10 +386,10 @@ func (c *Cluster) WaitSettled(t testing.TB) *Member {
 			}
 		}
 		if leaders == 1 && leaders+followers == live {
-			return leader
+			return leader, nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("zktest: ensemble not settled after %v: %s", clusterReadyTimeout, c.Modes())
+			return nil, fmt.Errorf("ensemble not settled after %v: %s", clusterReadyTimeout, c.Modes())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -406,6 +448,16 @@ func (c *Cluster) AddMember(t testing.TB) *Member {
 
 // close stops every member ever started, in parallel.
 func (c *Cluster) close(t testing.TB) {
+	all := c.stopAll()
+	if t.Failed() {
+		for _, m := range all {
+			t.Logf("zktest: tail of member %d output (%s):\n%s", m.ID, m.LogPath, m.LogTail(60))
+		}
+	}
+}
+
+// stopAll stops every member ever started, in parallel, and returns them.
+func (c *Cluster) stopAll() []*Member {
 	c.mu.Lock()
 	all := append([]*Member(nil), c.all...)
 	c.mu.Unlock()
@@ -418,11 +470,7 @@ func (c *Cluster) close(t testing.TB) {
 		}()
 	}
 	wg.Wait()
-	if t.Failed() {
-		for _, m := range all {
-			t.Logf("zktest: tail of member %d output (%s):\n%s", m.ID, m.LogPath, m.LogTail(60))
-		}
-	}
+	return all
 }
 
 // Srvr asks the member for srvr and returns its "Key: value" lines; a

@@ -25,6 +25,10 @@ type Options struct {
 	// zoo.cfg key DigestAuthenticationProvider.superDigest; Apache the system
 	// property zookeeper.DigestAuthenticationProvider.superDigest.
 	SuperDigest string
+	// JVMFlags, when not nil, replace the JVM flags Apache runs with in tests
+	// (-Xmx512m, serial GC, C1 only: quick to start, slow to run); zkbench
+	// passes ZooKeeper's own defaults so that it is measured fully compiled.
+	JVMFlags []string
 }
 
 func (o Options) tickMs() int {

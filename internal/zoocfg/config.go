@@ -1,7 +1,7 @@
 // Package zoocfg reads a ZooKeeper zoo.cfg into the typed settings of a
 // zkraft member: ZooKeeper's own keys (and the "zookeeper." system property
 // spelling of many), the server.N membership lines, the TLS keys, and
-// zkraft's few additions (zkraft.join, zkraft.electionTickMs,
+// zkraft's few additions (zkraft.join, zkraft.electionTickMs, zkraft.pprof,
 // zkraft.lockDelayMs and zkraft.lockDelayPaths).
 //
 // Invariants:
@@ -85,6 +85,9 @@ type Config struct {
 	AdminPort        int
 	AdminCommandURL  string
 	AdminIdleTimeout time.Duration
+	// Pprof serves Go's net/http/pprof profiles under /debug/pprof/ on the
+	// AdminServer (zkraft.pprof, zkraft's own key; off by default).
+	Pprof bool
 	// Prometheus endpoint (server/metrics.go): on when metricsProvider.className
 	// names ZooKeeper's PrometheusMetricsProvider; metricsProvider.httpHost,
 	// metricsProvider.httpPort, metricsProvider.exportJvmInfo (Go runtime and
@@ -327,6 +330,12 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 			return fmt.Errorf("must be true or false, got %q", value)
 		}
 		c.Join = b
+	case "zkraft.pprof":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("must be true or false, got %q", value)
+		}
+		c.Pprof = b
 	case "zkraft.electionTickMs":
 		n, err := atoi()
 		if err != nil || n <= 0 {
