@@ -104,9 +104,13 @@ func Read(r io.Reader, size int64) (Header, []byte, error) {
 	}
 	if size >= 0 {
 		hdrLen := int64(len(encodeHeader(h)))
-		if want := hdrLen + int64(h.PayloadLength) + sha256.Size; h.PayloadLength > uint64(size) || want != size {
-			return h, nil, fmt.Errorf("%w: header says %d payload bytes (file of %d bytes), file has %d bytes (truncated?)",
-				ErrCorrupt, h.PayloadLength, want, size)
+		if h.PayloadLength > uint64(size) {
+			return h, nil, fmt.Errorf("%w: truncated: header says %d payload bytes, the file has %d bytes", ErrCorrupt, h.PayloadLength, size)
+		}
+		if want := hdrLen + int64(h.PayloadLength) + sha256.Size; want > size {
+			return h, nil, fmt.Errorf("%w: truncated: header says %d payload bytes, so %d bytes in all, the file has %d", ErrCorrupt, h.PayloadLength, want, size)
+		} else if want < size {
+			return h, nil, fmt.Errorf("%w: %d bytes after the checksum (header says %d payload bytes)", ErrCorrupt, size-want, h.PayloadLength)
 		}
 	}
 	payload, err := readPayload(tr, h.PayloadLength)
