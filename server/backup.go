@@ -148,12 +148,18 @@ func adminAuthIDs(r *http.Request, superDigest string) ([]jute.Id, string) {
 	return ids, ""
 }
 
-// rootAllowed reports whether ids have ALL on "/".
+// rootAllowed reports whether ids have ALL on "/": each permission is
+// checked on its own (an ACL check of several bits at once passes when any
+// one is granted; ZooKeeper 3.9.0-3.9.3 had that bug, CVE-2025-58457).
 func (s *Server) rootAllowed(ids []jute.Id) bool {
 	s.sm.mu.RLock()
 	defer s.sm.mu.RUnlock()
-	_, ok := s.sm.tree.CheckPermission("/", jute.PermAll, ids)
-	return ok
+	for _, perm := range []int32{jute.PermRead, jute.PermWrite, jute.PermCreate, jute.PermDelete, jute.PermAdmin} {
+		if _, ok := s.sm.tree.CheckPermission("/", perm, ids); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // snapshotZxid reads the zxid a state snapshot starts with.
