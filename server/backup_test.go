@@ -107,3 +107,40 @@ func TestInspectSnapshotRefusesGarbage(t *testing.T) {
 	_, err = InspectSnapshot(10, nil)
 	require.Error(t, err)
 }
+
+// TestAdminSnapshotFromFollower: a follower's snapshot holds a write
+// acknowledged by the leader just before (the command runs a ReadIndex
+// first) and names the ensemble's voters.
+func TestAdminSnapshotFromFollower(t *testing.T) {
+	servers, _ := startEnsemble(t, 3, withAdmin)
+	var leader *Server
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if s.leader.Load() {
+				leader = s
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 20*time.Millisecond)
+	c, _, err := zk.Connect([]string{leader.Addr().String()}, 10*time.Second, zk.WithLogger(testLogger{t}), zk.WithLogInfo(false))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	_, err = c.Create("/n", nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	for _, f := range servers {
+		if f == leader {
+			continue
+		}
+		for i := range 5 {
+			st, err := c.Set("/n", []byte{byte(i)}, -1)
+			require.NoError(t, err)
+			code, body := snapshotGet(t, f, "?streaming=true", "")
+			require.Equal(t, http.StatusOK, code, "%s", body)
+			h, _, err := backup.Read(bytes.NewReader(body), int64(len(body)))
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, h.Zxid, uint64(st.Mzxid), "member %d's snapshot lacks an acknowledged write", f.cfg.ServerID)
+			require.Equal(t, []uint64{1, 2, 3}, h.Voters)
+		}
+	}
+}
