@@ -133,6 +133,11 @@ var adminCommands = []adminCommand{
 		s.ops.traceMask.Store(mask)
 		return jsonObject{{"tracemask", mask}}, nil
 	}},
+	// The snapshot command streams a backup; runCommand hands it to
+	// snapshotCommand (backup.go) before run could be called.
+	{names: []string{"snapshot", "snap"}, needsServing: true, run: func(*Server, *http.Request) (jsonObject, error) {
+		return nil, fmt.Errorf("unreachable")
+	}},
 	{names: []string{"stat_reset", "srst"}, needsServing: true, run: func(s *Server, _ *http.Request) (jsonObject, error) {
 		s.resetServerStats()
 		return nil, nil
@@ -248,6 +253,10 @@ func (o *operability) writeCommandList(w http.ResponseWriter, base string) {
 
 func (o *operability) runCommand(w http.ResponseWriter, r *http.Request, name string) {
 	cmd := adminCommandsByName[name]
+	if cmd != nil && cmd.names[0] == "snapshot" {
+		o.snapshotCommand(w, r)
+		return
+	}
 	var body jsonObject
 	switch {
 	case cmd == nil:

@@ -411,6 +411,7 @@ func TestOperabilityConfigKeys(t *testing.T) {
 	require.Equal(t, "0.0.0.0", d.AdminAddress)
 	require.Equal(t, 8080, d.AdminPort)
 	require.Equal(t, "/commands", d.AdminCommandURL)
+	require.True(t, d.AdminSnapshotEnabled)
 	require.False(t, d.MetricsEnabled)
 	require.Equal(t, 7000, d.MetricsPort)
 	require.Equal(t, map[string]bool{"srvr": true}, d.FourLetterWords)
@@ -418,7 +419,7 @@ func TestOperabilityConfigKeys(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "zoo.cfg")
 	text := "admin.enableServer=false\nadmin.serverAddress=127.0.0.1\nadmin.serverPort=9090\nadmin.commandURL=/cmds/\n" +
-		"admin.idleTimeout=5000\nmetricsProvider.className=" + PrometheusProviderClass + "\nmetricsProvider.httpHost=127.0.0.2\n" +
+		"admin.idleTimeout=5000\nadmin.snapshot.enabled=false\nmetricsProvider.className=" + PrometheusProviderClass + "\nmetricsProvider.httpHost=127.0.0.2\n" +
 		"metricsProvider.httpPort=7001\nmetricsProvider.exportJvmInfo=false\nzkraft.pprof=true\n"
 	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
 	c, err := Load(path, zerolog.Nop())
@@ -428,6 +429,7 @@ func TestOperabilityConfigKeys(t *testing.T) {
 	require.Equal(t, 9090, c.AdminPort)
 	require.Equal(t, "/cmds", c.AdminCommandURL)
 	require.Equal(t, 5*time.Second, c.AdminIdleTimeout)
+	require.False(t, c.AdminSnapshotEnabled)
 	require.True(t, c.MetricsEnabled)
 	require.Equal(t, "127.0.0.2", c.MetricsHost)
 	require.Equal(t, 7001, c.MetricsPort)
@@ -435,7 +437,7 @@ func TestOperabilityConfigKeys(t *testing.T) {
 	require.True(t, c.Pprof)
 	require.Equal(t, text, c.InitialConfig)
 
-	for _, bad := range []string{"admin.serverPort=x", "admin.enableServer=maybe", "admin.commandURL=commands",
+	for _, bad := range []string{"admin.serverPort=x", "admin.enableServer=maybe", "admin.snapshot.enabled=yes", "admin.commandURL=commands",
 		"metricsProvider.className=com.example.Other", "metricsProvider.httpPort=70000", "zkraft.pprof=sometimes"} {
 		require.NoError(t, os.WriteFile(path, []byte(bad+"\n"), 0o644))
 		_, err := Load(path, zerolog.Nop())

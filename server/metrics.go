@@ -28,6 +28,7 @@ type operability struct {
 
 	read, update requestLatency
 	traceMask    atomic.Int64 // get/set_trace_mask; zkraft has no tracing
+	snapshotBusy atomic.Bool  // a snapshot command is running (backup.go)
 
 	mu          sync.Mutex
 	servers     []*http.Server

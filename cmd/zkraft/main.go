@@ -5,13 +5,17 @@
 //	zkraft serve --config zoo.cfg     # ZooKeeper's zoo.cfg keys
 //	zkraft lock PATH -- CMD [ARGS...]   # run CMD holding a Curator/kazoo lock
 //	zkraft elect PATH -- CMD [ARGS...]  # run CMD while leader of a Curator LeaderLatch
+//	zkraft snapshot save|restore|inspect  # backups (snapshot.go)
+//	zkraft version
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,26 +34,47 @@ func main() {
 			os.Exit(lockcmd.Lock(os.Args[2:], os.Stderr))
 		case "elect":
 			os.Exit(lockcmd.Elect(os.Args[2:], os.Stdout, os.Stderr))
+		case "snapshot":
+			os.Exit(snapshotMain(os.Args[2:], os.Stdout, os.Stderr))
+		case "version":
+			os.Exit(versionMain(os.Args[2:], os.Stdout, os.Stderr))
+		case "help", "-h", "-help", "--help":
+			fmt.Fprint(os.Stdout, usage)
+			os.Exit(0)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "usage: zkraft serve [--config zoo.cfg] [--client-port N] [--data-dir DIR] [--join] [--log-format json|console] [--log-level LEVEL]\n"+
-		"       zkraft lock [--server HOSTS] [--layout curator|kazoo] [--session-timeout DUR] [--wait DUR] [--kill-after DUR] PATH -- CMD [ARGS...]\n"+
-		"       zkraft elect [--server HOSTS] [--id ID] PATH -- CMD [ARGS...] | zkraft elect --watch PATH\n")
+	fmt.Fprint(os.Stderr, usage)
 	os.Exit(2)
 }
 
+var usage = "usage: zkraft serve [--config zoo.cfg] [--client-port N] [--data-dir DIR] [--join] [--log-format json|console] [--log-level LEVEL]\n" +
+	"       zkraft lock [--server HOSTS] [--layout curator|kazoo] [--session-timeout DUR] [--wait DUR] [--kill-after DUR] PATH -- CMD [ARGS...]\n" +
+	"       zkraft elect [--server HOSTS] [--id ID] PATH -- CMD [ARGS...] | zkraft elect --watch PATH\n" +
+	"       " + strings.TrimPrefix(snapshotUsage, "usage: ") + "\n" +
+	"       zkraft version\n" +
+	"Each command takes --help.\n"
+
 func serve(args []string) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlagSet("serve", "usage: zkraft serve [flags]\n\nRuns a server: standalone, or an ensemble member when the zoo.cfg has server.N lines.\n", os.Stdout)
 	configPath := fs.String("config", "", "ZooKeeper zoo.cfg to read")
 	clientPort := fs.Int("client-port", -1, "client port (overrides clientPort)")
 	dataDir := fs.String("data-dir", "", "data directory (overrides dataDir)")
 	join := fs.Bool("join", false, "start a new ensemble member that waits to be added by reconfig")
-	logFormat := fs.String("log-format", "json", "log format: json or console")
+	logFmt := fs.String("log-format", "", "log format: json or console (default: console when stderr is a terminal, json otherwise)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	fs.SetOutput(os.Stderr)
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
-	log := newLogger(*logFormat, *logLevel)
+	format, err := logFormat(*logFmt, isTerminal(os.Stderr))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "zkraft serve: %v\n", err)
+		return 2
+	}
+	log := newLogger(format, *logLevel)
 
 	cfg := server.Default()
 	if *configPath != "" {

@@ -179,7 +179,7 @@ func normalizeIDs(m map[string]any, sid int64) map[string]any {
 }
 
 // zkraftOnlyCommands are AdminServer commands ZooKeeper does not have.
-var zkraftOnlyCommands = map[string]bool{"locks": true}
+var zkraftOnlyCommands = map[string]bool{"locks": true, "snapshot": true}
 
 // TestAdminServer compares every AdminServer command of each target with
 // the reference's, and the command list.

@@ -26,6 +26,7 @@
 //	| gtmk, stmk, hash    | enabled by whitelist "*"              | refused ("not in the whitelist")      | no ZooKeeper tracing or digest log        |
 //	| dump connections    | NIO expiry buckets, incl. empty ones  | one bucket per expiry time            | no NIO connection expiry queue            |
 //	| command list        | ZooKeeper's commands                  | + locks (lock directories, issue 12)  | zkraft's own; lcks 4lw only if listed     |
+//	| command list        | ZooKeeper's commands                  | + snapshot (backups, issue 13)        | ZooKeeper 3.9's command, not in 3.8       |
 //
 // Run with `go test ./compat-tests/fourletter/ -count=1 -v`; ZKRAFT_TARGETS
 // picks the targets compared with the reference (the reference Apache always

@@ -88,6 +88,9 @@ type Config struct {
 	// Pprof serves Go's net/http/pprof profiles under /debug/pprof/ on the
 	// AdminServer (zkraft.pprof, zkraft's own key; off by default).
 	Pprof bool
+	// AdminSnapshotEnabled allows the AdminServer's snapshot command
+	// (admin.snapshot.enabled, default true as in ZooKeeper 3.9).
+	AdminSnapshotEnabled bool
 	// Prometheus endpoint (server/metrics.go): on when metricsProvider.className
 	// names ZooKeeper's PrometheusMetricsProvider; metricsProvider.httpHost,
 	// metricsProvider.httpPort, metricsProvider.exportJvmInfo (Go runtime and
@@ -170,6 +173,7 @@ func Default() Config {
 		AdminPort:              8080,
 		AdminCommandURL:        "/commands",
 		AdminIdleTimeout:       30 * time.Second,
+		AdminSnapshotEnabled:   true,
 		MetricsHost:            "0.0.0.0",
 		MetricsPort:            7000,
 		MetricsExportJvm:       true,
@@ -366,6 +370,12 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 			return fmt.Errorf("must be true or false, got %q", value)
 		}
 		c.AdminEnabled = b
+	case "admin.snapshot.enabled", "zookeeper.admin.snapshot.enabled":
+		b, err := strconv.ParseBool(value)
+		if err != nil {
+			return fmt.Errorf("must be true or false, got %q", value)
+		}
+		c.AdminSnapshotEnabled = b
 	case "admin.serverAddress", "zookeeper.admin.serverAddress":
 		c.AdminAddress = value
 	case "admin.serverPort", "zookeeper.admin.serverPort", "metricsProvider.httpPort":

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/internal/backup"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// snapshotGet fetches <admin>/commands/snapshot with an optional
+// Authorization header.
+func snapshotGet(t *testing.T, s *Server, query, auth string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+s.AdminAddr().String()+"/commands/snapshot"+query, nil)
+	require.NoError(t, err)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, b
+}
+
+// TestAdminSnapshot: the snapshot command streams a backup holding every
+// acknowledged write, and needs ALL on / as ZooKeeper 3.9.4's does.
+func TestAdminSnapshot(t *testing.T) {
+	super := znode.DigestID("super:secret")
+	s := startServer(t, func(c *Config) { withAdmin(c); c.SuperDigest = super })
+	c, _, err := zk.Connect([]string{s.Addr().String()}, 10*time.Second, zk.WithLogger(testLogger{t}), zk.WithLogInfo(false))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	var last int64
+	for _, p := range []string{"/a", "/a/b", "/c"} {
+		_, err := c.Create(p, []byte(p), 0, zk.WorldACL(zk.PermAll))
+		require.NoError(t, err)
+	}
+	st, err := c.Set("/c", []byte("v2"), 0)
+	require.NoError(t, err)
+	last = st.Mzxid
+
+	// Open root ACL: anyone may take it, as in ZooKeeper.
+	code, body := snapshotGet(t, s, "?streaming=true", "")
+	require.Equal(t, http.StatusOK, code, "%s", body)
+	h, payload, err := backup.Read(bytes.NewReader(body), int64(len(body)))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, h.Zxid, uint64(last))
+	require.GreaterOrEqual(t, h.Index, h.Zxid)
+	require.Equal(t, []uint64{1}, h.Voters)
+	sum, err := InspectSnapshot(h.Index, payload)
+	require.NoError(t, err)
+	require.Equal(t, h.Zxid, sum.Zxid)
+	require.Equal(t, 7, sum.Nodes) // /, /zookeeper, /zookeeper/quota, /zookeeper/config, /a, /a/b, /c
+	require.Equal(t, 1, sum.Sessions)
+
+	code, body = snapshotGet(t, s, "", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, string(body), `"last_zxid"`)
+
+	// Root restricted to a digest user: only ALL on / (or super) passes.
+	admin := zk.DigestACL(zk.PermAll, "admin", "pw")
+	require.NoError(t, c.AddAuth("digest", []byte("admin:pw")))
+	_, err = c.SetACL("/", append(admin, zk.WorldACL(zk.PermRead)...), -1)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name, auth string
+		code       int
+	}{
+		{"no credentials", "", http.StatusUnauthorized},
+		{"wrong password", "digest admin:nope", http.StatusForbidden},
+		{"other scheme", "Basic YWRtaW46cHc=", http.StatusUnauthorized},
+		{"user with ALL on /", "digest admin:pw", http.StatusOK},
+		{"super user", "digest super:secret", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, body := snapshotGet(t, s, "?streaming=true", tc.auth)
+			require.Equal(t, tc.code, code, "%s", body)
+			if code == http.StatusOK {
+				_, _, err := backup.Read(bytes.NewReader(body), int64(len(body)))
+				require.NoError(t, err)
+			} else {
+				require.Contains(t, string(body), `"error"`)
+			}
+		})
+	}
+}
+
+func TestAdminSnapshotDisabled(t *testing.T) {
+	s := startServer(t, func(c *Config) { withAdmin(c); c.AdminSnapshotEnabled = false })
+	code, body := snapshotGet(t, s, "?streaming=true", "")
+	require.Equal(t, http.StatusForbidden, code)
+	require.Contains(t, string(body), "admin.snapshot.enabled")
+}
+
+func TestInspectSnapshotRefusesGarbage(t *testing.T) {
+	_, err := InspectSnapshot(10, []byte("ZKRAFTS1 not a snapshot"))
+	require.Error(t, err)
+	_, err = InspectSnapshot(10, nil)
+	require.Error(t, err)
+}
+
+// TestAdminSnapshotFromFollower: a follower's snapshot holds a write
+// acknowledged by the leader just before (the command runs a ReadIndex
+// first) and names the ensemble's voters.
+func TestAdminSnapshotFromFollower(t *testing.T) {
+	servers, _ := startEnsemble(t, 3, withAdmin)
+	var leader *Server
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if s.leader.Load() {
+				leader = s
+				return true
+			}
+		}
+		return false
+	}, 20*time.Second, 20*time.Millisecond)
+	c, _, err := zk.Connect([]string{leader.Addr().String()}, 10*time.Second, zk.WithLogger(testLogger{t}), zk.WithLogInfo(false))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	_, err = c.Create("/n", nil, 0, zk.WorldACL(zk.PermAll))
+	require.NoError(t, err)
+	for _, f := range servers {
+		if f == leader {
+			continue
+		}
+		for i := range 5 {
+			st, err := c.Set("/n", []byte{byte(i)}, -1)
+			require.NoError(t, err)
+			code, body := snapshotGet(t, f, "?streaming=true", "")
+			require.Equal(t, http.StatusOK, code, "%s", body)
+			h, _, err := backup.Read(bytes.NewReader(body), int64(len(body)))
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, h.Zxid, uint64(st.Mzxid), "member %d's snapshot lacks an acknowledged write", f.cfg.ServerID)
+			require.Equal(t, []uint64{1, 2, 3}, h.Voters)
+		}
+	}
+}
