@@ -414,3 +414,47 @@ func TestLockLost(t *testing.T) {
 		})
 	})
 }
+
+// readLockPeer takes kazoo's ReadLock at argv[2] on server argv[1], prints
+// "held", releases it on a line on stdin and prints "released".
+const readLockPeer = `
+import logging, sys
+from kazoo.client import KazooClient
+logging.getLogger("kazoo").setLevel(logging.ERROR)
+zk = KazooClient(hosts=sys.argv[1], timeout=10.0)
+zk.start(timeout=15)
+lock = zk.ReadLock(sys.argv[2], "reader")
+if not lock.acquire(timeout=15):
+    print("error: no read lock", flush=True)
+    sys.exit(1)
+print("held", flush=True)
+sys.stdin.readline()
+lock.release()
+print("released", flush=True)
+zk.stop()
+zk.close()
+`
+
+// TestLockKazooReadLock: kazoo's Lock waits for ReadLock holders
+// (__rlock__ nodes); so does zkraft lock --layout kazoo.
+func TestLockKazooReadLock(t *testing.T) {
+	eachTarget(t, func(t *testing.T, srv *zktest.Server) {
+		const lockPath = "/locktool/rlock"
+		out := filepath.Join(t.TempDir(), "ran")
+		reader := start(t, nil, true, "/usr/bin/python3", "-c", readLockPeer, srv.Addr, lockPath)
+		reader.expect(t, 30*time.Second, "held")
+		w := start(t, nil, false, zkraftBin(t), "lock", "--server", srv.Addr, "--layout", "kazoo", "--wait", "20s", lockPath, "--", "sh", "-c", "echo ran > "+out)
+		time.Sleep(1500 * time.Millisecond)
+		if fileText(out) != "" {
+			t.Fatal("zkraft lock --layout kazoo ran CMD while a kazoo ReadLock was held")
+		}
+		reader.send(t, "release")
+		reader.expect(t, 15*time.Second, "released")
+		if code := w.wait(t, 15*time.Second); code != 0 {
+			t.Errorf("zkraft lock: exit %d; stderr: %s", code, w.Stderr())
+		}
+		if fileText(out) != "ran\n" {
+			t.Error("CMD did not run once the read lock was released")
+		}
+	})
+}
