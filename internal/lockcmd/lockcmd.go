@@ -12,7 +12,7 @@
 //     node's czxid (the fencing token) and path in its environment.
 //   - Once the hold is lost (session expired, node deleted or owned by
 //     another session, or no contact with the server for the whole session
-//     timeout since it was last heard) CMD's process group gets SIGTERM,
+//     timeout since the last read from it) CMD's process group gets SIGTERM,
 //     SIGKILL after --kill-after (also if CMD itself has exited and others
 //     of its group remain), and the command exits with ExitLost. While
 //     merely disconnected (SUSPENDED) CMD keeps running.
