@@ -6,7 +6,7 @@
 set -euo pipefail
 pkgs=(zookeeper zookeeper-bin python3-kazoo libcurator-framework-java libcurator-recipes-java
       libcurator-client-java zktop tmux openjdk-17-jdk-headless libnetty-java
-      chromium)
+      chromium bsdutils)  # bsdutils: script(1), the pty of internal/lockcmd's terminal test
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

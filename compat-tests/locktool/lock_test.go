@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -413,4 +414,178 @@ func TestLockLost(t *testing.T) {
 			}
 		})
 	})
+}
+
+// readLockPeer takes kazoo's ReadLock at argv[2] on server argv[1], prints
+// "held", releases it on a line on stdin and prints "released".
+const readLockPeer = `
+import logging, sys
+from kazoo.client import KazooClient
+logging.getLogger("kazoo").setLevel(logging.ERROR)
+zk = KazooClient(hosts=sys.argv[1], timeout=10.0)
+zk.start(timeout=15)
+lock = zk.ReadLock(sys.argv[2], "reader")
+if not lock.acquire(timeout=15):
+    print("error: no read lock", flush=True)
+    sys.exit(1)
+print("held", flush=True)
+sys.stdin.readline()
+lock.release()
+print("released", flush=True)
+zk.stop()
+zk.close()
+`
+
+// TestLockKazooReadLock: kazoo's Lock waits for ReadLock holders
+// (__rlock__ nodes); so does zkraft lock --layout kazoo.
+func TestLockKazooReadLock(t *testing.T) {
+	eachTarget(t, func(t *testing.T, srv *zktest.Server) {
+		const lockPath = "/locktool/rlock"
+		out := filepath.Join(t.TempDir(), "ran")
+		reader := start(t, nil, true, "/usr/bin/python3", "-c", readLockPeer, srv.Addr, lockPath)
+		reader.expect(t, 30*time.Second, "held")
+		w := start(t, nil, false, zkraftBin(t), "lock", "--server", srv.Addr, "--layout", "kazoo", "--wait", "20s", lockPath, "--", "sh", "-c", "echo ran > "+out)
+		time.Sleep(1500 * time.Millisecond)
+		if fileText(out) != "" {
+			t.Fatal("zkraft lock --layout kazoo ran CMD while a kazoo ReadLock was held")
+		}
+		reader.send(t, "release")
+		reader.expect(t, 15*time.Second, "released")
+		if code := w.wait(t, 15*time.Second); code != 0 {
+			t.Errorf("zkraft lock: exit %d; stderr: %s", code, w.Stderr())
+		}
+		if fileText(out) != "ran\n" {
+			t.Error("CMD did not run once the read lock was released")
+		}
+	})
+}
+
+// running reports whether process pid is alive (a zombie is not).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i < 0 || !strings.HasPrefix(string(b[i+1:]), " Z")
+}
+
+// TestLockStopsWholeGroup: a process of CMD's group that ignores SIGTERM
+// gets SIGKILL after --kill-after also when CMD itself has exited: on a
+// loss, and when CMD exits on its own (the lock is released only then).
+func TestLockStopsWholeGroup(t *testing.T) {
+	eachTarget(t, func(t *testing.T, srv *zktest.Server) {
+		conn, _ := srv.Connect(t)
+		// The background sleep ignores SIGTERM; the shell itself does not.
+		const bg = `trap '' TERM; sleep 60 >/dev/null 2>&1 & echo $! > "$OUT/bg"; trap 'exit 7' TERM; echo "$ZKRAFT_LOCK_NODE" > "$OUT/node.tmp"; mv "$OUT/node.tmp" "$OUT/node"; `
+		tests := []struct {
+			name   string
+			script string
+			lose   bool
+			want   int
+		}{
+			{"on loss", bg + `while sleep 0.05; do :; done`, true, 125},
+			{"on exit", bg + `exit 3`, false, 3},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				out := t.TempDir()
+				lockPath := "/locktool/group/" + strings.ReplaceAll(tc.name, " ", "-")
+				p := start(t, []string{"OUT=" + out}, false, zkraftBin(t), "lock", "--server", srv.Addr, "--kill-after", "500ms", lockPath, "--", "sh", "-c", tc.script)
+				waitFor(t, 15*time.Second, "CMD running", func() error {
+					if fileText(filepath.Join(out, "node")) == "" || !strings.HasSuffix(fileText(filepath.Join(out, "bg")), "\n") {
+						return fmt.Errorf("no node or bg file; stderr: %s", p.Stderr())
+					}
+					return nil
+				})
+				bgPid, err := strconv.Atoi(strings.TrimSpace(fileText(filepath.Join(out, "bg"))))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = syscall.Kill(bgPid, syscall.SIGKILL) })
+				if tc.lose {
+					node := strings.TrimSpace(fileText(filepath.Join(out, "node")))
+					if err := conn.Delete(node, -1); err != nil {
+						t.Fatalf("delete %s: %v", node, err)
+					}
+				}
+				if code := p.wait(t, 15*time.Second); code != tc.want {
+					t.Errorf("exit status %d, want %d", code, tc.want)
+				}
+				if running(bgPid) {
+					t.Errorf("a process of CMD's group (pid %d, ignoring SIGTERM) still runs after zkraft lock exited; stderr: %s", bgPid, p.Stderr())
+				}
+				if !strings.Contains(p.Stderr(), "sending SIGKILL") {
+					t.Errorf("stderr: %q", p.Stderr())
+				}
+				if left := children(t, conn, lockPath); len(left) != 0 {
+					t.Errorf("lock nodes left: %v", left)
+				}
+			})
+		}
+	})
+}
+
+// TestLockExpiredLockDelay: the server expires the session and the client
+// then hears it (Expired, not the LOST timer): CMD is stopped and zkraft
+// lock exits 125 without deleting the lock node from the new session
+// go-zookeeper opens, so that lock-delay keeps it for the dead session.
+//
+// Only the client's pings are cut (a one-way link) and the lock node's
+// data is changed meanwhile: the watch event it then reads moves the
+// client's LOST deadline (last read + timeout) past the server's expiry,
+// so the Expired reply on reconnection comes first. zkraft only (Apache
+// ZooKeeper has no lock-delay).
+func TestLockExpiredLockDelay(t *testing.T) {
+	srv := zktest.Start(t, zktest.Zkraft, zktest.Options{TickMs: 500, Extra: map[string]string{
+		"zkraft.lockDelayMs": "10000", "zkraft.lockDelayPaths": "/locktool",
+	}})
+	conn, _ := srv.Connect(t)
+	px, err := faultproxy.Listen(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
+	out := t.TempDir()
+	// CMD takes a second to stop: zkraft lock releases after go-zookeeper
+	// has its new session.
+	p := start(t, []string{"OUT=" + out}, false, zkraftBin(t), "lock", "--server", px.Addr(), "--session-timeout", "8s", "/locktool/expired", "--",
+		"sh", "-c", `trap 'echo TERM > "$OUT/term"; sleep 1; exit 7' TERM; echo "$ZKRAFT_LOCK_NODE" > "$OUT/node.tmp"; mv "$OUT/node.tmp" "$OUT/node"; while sleep 0.05; do :; done`)
+	waitFor(t, 15*time.Second, "CMD running", func() error {
+		if fileText(filepath.Join(out, "node")) == "" {
+			return fmt.Errorf("no node file; stderr: %s", p.Stderr())
+		}
+		return nil
+	})
+	node := strings.TrimSpace(fileText(filepath.Join(out, "node")))
+	_, st, err := conn.Get(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := st.EphemeralOwner
+
+	px.Block(faultproxy.Up, true)
+	cut := time.Now()
+	time.Sleep(4 * time.Second)
+	if _, err := conn.Set(node, []byte("x"), -1); err != nil { // a watch event for the client
+		t.Fatal(err)
+	}
+	// The server expires the session 8 s (and a tick) after the last ping,
+	// at most cut+8.5 s; the client's LOST deadline is about cut+12 s.
+	time.Sleep(time.Until(cut.Add(9500 * time.Millisecond)))
+	px.Block(faultproxy.Up, false)
+	code := p.wait(t, 15*time.Second)
+	ok, st, err := conn.Exists(node)
+	if code != 125 {
+		t.Errorf("exit status %d, want 125", code)
+	}
+	if fileText(filepath.Join(out, "term")) != "TERM\n" {
+		t.Error("CMD got no SIGTERM")
+	}
+	if !strings.Contains(p.Stderr(), "lost the lock at "+node+": session expired") {
+		t.Errorf("stderr: %q", p.Stderr())
+	}
+	if err != nil || !ok || st.EphemeralOwner != owner {
+		t.Errorf("right after zkraft lock exited: node %s exists %v (err %v); lock-delay must keep it for the dead session %#x", node, ok, err, owner)
+	}
 }

@@ -6,17 +6,26 @@
 // client (go-zookeeper) of any ZooKeeper-compatible server.
 //
 // Invariants:
-//   - CMD runs only after the node is first in the queue and owned by this
-//     process's session; it gets the node's czxid (the fencing token) and
-//     path in its environment.
-//   - Once the hold is lost (session expired, node deleted, or no contact
-//     with the server for the whole session timeout since it was last heard,
-//     so the server may have expired it) CMD's process group gets SIGTERM,
-//     SIGKILL after --kill-after, and the command exits with ExitLost. While
+//   - CMD runs only after the node is first in the queue and owned by the
+//     connection's current, established session (checked again after the
+//     wait: an expiry makes go-zookeeper open a new session); it gets the
+//     node's czxid (the fencing token) and path in its environment.
+//   - Once the hold is lost (session expired, node deleted or owned by
+//     another session, or no contact with the server for the whole session
+//     timeout since the last read from it) CMD's process group gets SIGTERM,
+//     SIGKILL after --kill-after (also if CMD itself has exited and others
+//     of its group remain), and the command exits with ExitLost. While
 //     merely disconnected (SUSPENDED) CMD keeps running.
-//   - Signals to the command are passed to CMD's process group; the node is
-//     deleted when CMD exits, and the session is always closed on exit, so a
-//     node whose delete could not be sent goes with the session.
+//   - The hold ends when no process of CMD's group is left: when CMD exits,
+//     the rest of its group gets SIGTERM, SIGKILL after --kill-after.
+//   - Signals to the command are passed to CMD's process group; if stdin is
+//     the terminal and zkraft is in its foreground, CMD's group is given the
+//     terminal while it runs, and it is taken back when CMD exits.
+//   - The node is deleted on exit only if the hold was not lost and its
+//     session is still the connection's (never from a new session: that
+//     would remove a node lock-delay keeps for the dead one); the session is
+//     always closed on exit, so a node whose delete could not be sent goes
+//     with the session.
 //   - Every goroutine started here is waited for before the command returns.
 package lockcmd
 
@@ -244,10 +253,13 @@ func hold(spec holdSpec, rep *reporter) int {
 		err error
 	}
 	resC := make(chan result, 1)
-	go func() {
-		n, err := recipe.Acquire(ctx, sess.Conn, spec.layout, spec.path, spec.data)
-		resC <- result{n, err}
-	}()
+	acquire := func() {
+		go func() {
+			n, err := recipe.Acquire(ctx, sess.Conn, spec.layout, spec.path, spec.data)
+			resC <- result{n, err}
+		}()
+	}
+	acquire()
 	// abandon stops the wait: the session's close removes the node, if any.
 	abandon := func() {
 		cancel()
@@ -260,15 +272,36 @@ func hold(spec holdSpec, rep *reporter) int {
 		defer t.Stop()
 		timeoutC = t.C
 	}
-	var node *recipe.Node
+	// taken is the node Acquire returned, held only once its session is
+	// the connection's current, established one: the session may have
+	// expired meanwhile (go-zookeeper then opens a new one) while the node
+	// is still there (lock-delay keeps it).
+	var node, taken *recipe.Node
+	recheck := time.NewTicker(10 * time.Millisecond)
+	defer recheck.Stop()
 	for node == nil {
+		var recheckC <-chan time.Time
+		if taken != nil {
+			switch {
+			case sess.Conn.SessionID() != taken.SessionID:
+				rep.warn(nil, "session expired as the %s was taken; trying again with a new session", spec.what)
+				taken = nil
+				acquire()
+			case recipe.Owns(sess.Conn, taken):
+				node = taken
+				continue
+			default: // disconnected, same session: wait for it to come back
+				recheckC = recheck.C
+			}
+		}
 		select {
 		case r := <-resC:
 			if r.err != nil {
 				rep.error(nil, "cannot take the %s at %s: %v", spec.what, spec.path, r.err)
 				return ExitFailure
 			}
-			node = r.n
+			taken = r.n
+		case <-recheckC:
 		case <-timeoutC:
 			abandon()
 			rep.error(map[string]any{"path": spec.path}, "gave up waiting for the %s at %s after %v", spec.what, spec.path, spec.wait)
@@ -297,7 +330,7 @@ func hold(spec holdSpec, rep *reporter) int {
 	ch, err := startChild(spec.argv, spec.env(node))
 	if err != nil {
 		rep.error(nil, "%v", err)
-		release(sess, node, rep)
+		release(sess, node, false, rep)
 		return ExitNoStart
 	}
 	stopWatch := make(chan struct{})
@@ -308,31 +341,66 @@ func hold(spec holdSpec, rep *reporter) int {
 	killTimer.Stop()
 	defer killTimer.Stop()
 	var killC <-chan time.Time
+	var killedAt time.Time // when SIGKILL was sent
+	// stop sends SIGTERM to CMD's group and arms the SIGKILL, once.
+	stop := func() {
+		if killC != nil || !killedAt.IsZero() {
+			return
+		}
+		ch.signal(syscall.SIGTERM)
+		killTimer.Reset(spec.killAfter)
+		killC = killTimer.C
+	}
 	lose := func(why string) {
 		if lost != "" {
 			return
 		}
 		lost = why
 		rep.error(fields, "lost the %s at %s: %s; stopping CMD (SIGTERM, SIGKILL after %v)", spec.what, node.Path, why, spec.killAfter)
-		ch.signal(syscall.SIGTERM)
-		killTimer.Reset(spec.killAfter)
-		killC = killTimer.C
+		stop()
+	}
+	// Once CMD itself has exited, the hold ends when no process of its
+	// group is left: they are stopped as CMD would be on a loss.
+	cmdDone := (<-chan struct{})(ch.done)
+	var status int
+	var pollC <-chan time.Time
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	finish := func() int {
+		// Stop watching: the session's close ends a request in flight.
+		release(sess, node, lost != "", rep)
+		close(stopWatch)
+		for range watchDone {
+		}
+		if lost != "" {
+			rep.error(fields, "CMD stopped (status %d) after the %s was lost: %s", status, spec.what, lost)
+			return ExitLost
+		}
+		rep.info(map[string]any{"status": status}, "CMD exited with status %d; released the %s", status, spec.what)
+		return status
 	}
 	for {
 		select {
-		case <-ch.done:
-			status := ch.status()
-			// Stop watching: the session's close ends a request in flight.
-			release(sess, node, rep)
-			close(stopWatch)
-			for range watchDone {
+		case <-cmdDone:
+			cmdDone = nil
+			status = ch.status()
+			if !ch.groupAlive() {
+				return finish()
 			}
-			if lost != "" {
-				rep.error(fields, "CMD stopped (status %d) after the %s was lost: %s", status, spec.what, lost)
-				return ExitLost
+			if lost == "" {
+				rep.warn(map[string]any{"status": status}, "CMD exited with status %d but processes of its group remain: stopping them (SIGTERM, SIGKILL after %v) before releasing the %s",
+					status, spec.killAfter, spec.what)
+				stop()
 			}
-			rep.info(map[string]any{"status": status}, "CMD exited with status %d; released the %s", status, spec.what)
-			return status
+			pollC = poll.C
+		case <-pollC:
+			if !ch.groupAlive() {
+				return finish()
+			}
+			if !killedAt.IsZero() && time.Since(killedAt) > releaseTimeout {
+				rep.warn(nil, "processes of CMD's group still there %v after SIGKILL; releasing the %s", releaseTimeout, spec.what)
+				return finish()
+			}
 		case sig := <-sigC:
 			rep.debug(map[string]any{"signal": sig.String()}, "passing %v to CMD", sig)
 			ch.signal(sig.(syscall.Signal))
@@ -360,18 +428,28 @@ func hold(spec holdSpec, rep *reporter) int {
 			}
 		case <-killC:
 			killC = nil
-			rep.error(nil, "CMD still running %v after SIGTERM: sending SIGKILL", spec.killAfter)
+			killedAt = time.Now()
+			if cmdDone != nil {
+				rep.error(nil, "CMD still running %v after SIGTERM: sending SIGKILL", spec.killAfter)
+			} else {
+				rep.error(nil, "processes of CMD's group still running %v after SIGTERM: sending SIGKILL", spec.killAfter)
+			}
 			ch.signal(syscall.SIGKILL)
 		}
 	}
 }
 
 // release deletes the node (bounded) and closes the session, which also
-// removes the node if the delete could not be sent.
-func release(sess *recipe.Session, node *recipe.Node, rep *reporter) {
-	if sess.Conn.State() != zk.StateHasSession {
-		// A delete would wait for the connection to come back.
-		rep.debug(nil, "disconnected: closing the session without deleting %s", node.Path)
+// removes the node if the delete could not be sent. The node is deleted
+// only if the hold was not lost and the node's session is still the
+// connection's: after an expiry go-zookeeper opens a new session, and a
+// delete from it would remove the node the server keeps for the dead
+// session (lock-delay) while a paused holder may still act on it.
+func release(sess *recipe.Session, node *recipe.Node, lost bool, rep *reporter) {
+	if lost || !recipe.Owns(sess.Conn, node) {
+		// A delete would wait for the connection to come back, or remove
+		// what is no longer ours.
+		rep.debug(map[string]any{"lost": lost, "session": fmt.Sprintf("%#x", sess.Conn.SessionID())}, "closing the session without deleting %s", node.Path)
 		sess.Close()
 		return
 	}

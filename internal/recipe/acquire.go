@@ -198,7 +198,9 @@ func wait(ctx context.Context, conn *zk.Conn, l Layout, dir, name string) (*Node
 }
 
 // WatchNode reports on the returned channel (once, then closes it) why
-// the node at p stopped being held: it was deleted, or its session ended.
+// the node at p stopped being held: it was deleted, its session ended, or
+// it is not owned by conn's current session (after an expiry go-zookeeper
+// opens a new session, and with lock-delay the dead session's node stays).
 // It stops, without a report, once stop is closed and the request in flight
 // (if any) has returned: close the connection too, to end a request that
 // waits for a dropped connection to come back.
@@ -207,10 +209,13 @@ func WatchNode(conn *zk.Conn, p string, stop <-chan struct{}) <-chan error {
 	go func() {
 		defer close(out)
 		for {
-			ok, _, ev, err := conn.ExistsW(p)
+			ok, st, ev, err := conn.ExistsW(p)
 			switch {
 			case err == nil && !ok:
 				out <- fmt.Errorf("lock node %s was deleted", p)
+				return
+			case err == nil && st.EphemeralOwner != conn.SessionID():
+				out <- fmt.Errorf("lock node %s is owned by session %#x, not this one (%#x): the session expired", p, st.EphemeralOwner, conn.SessionID())
 				return
 			case err == nil:
 			case errors.Is(err, zk.ErrSessionExpired):
@@ -244,6 +249,13 @@ func WatchNode(conn *zk.Conn, p string, stop <-chan struct{}) <-chan error {
 		}
 	}()
 	return out
+}
+
+// Owns reports whether n is held by conn's current, established session:
+// false once that session expired (go-zookeeper then opens a new one, with
+// another id), even if the node itself is still there (lock-delay).
+func Owns(conn *zk.Conn, n *Node) bool {
+	return conn.State() == zk.StateHasSession && conn.SessionID() == n.SessionID
 }
 
 // Leader returns the id (the data) of the first latch contender of dir, ""

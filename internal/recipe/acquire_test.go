@@ -3,6 +3,7 @@ package recipe_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,6 +121,58 @@ func TestSessionTimeoutNegotiated(t *testing.T) {
 				if got != tc.want {
 					t.Errorf("asked for %v: Timeout() = %v, want %v", tc.ask, got, tc.want)
 				}
+			}
+		})
+	}
+}
+
+// TestWatchNodeOwner: a node that is not owned by the connection's session
+// is not held. After an expiry go-zookeeper opens a new session while the
+// dead session's node may still be there (lock-delay): WatchNode must
+// report it at once rather than watch it as ours, and Owns must be false.
+func TestWatchNodeOwner(t *testing.T) {
+	for _, target := range zktest.Targets() {
+		t.Run(string(target), func(t *testing.T) {
+			srv := zktest.Start(t, target, serverOptions)
+			owner, _ := srv.Connect(t)
+			other, _ := srv.Connect(t)
+			const p = "/owned"
+			if _, err := owner.Create(p, nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+			n := &recipe.Node{Path: p, SessionID: owner.SessionID()}
+			if !recipe.Owns(owner, n) || recipe.Owns(other, n) {
+				t.Errorf("Owns: %v for the owner, %v for another session; want true, false", recipe.Owns(owner, n), recipe.Owns(other, n))
+			}
+
+			stop := make(chan struct{})
+			defer close(stop)
+			select {
+			case err, ok := <-recipe.WatchNode(other, p, stop):
+				if !ok || !strings.Contains(err.Error(), "not this one") {
+					t.Errorf("WatchNode from another session: %v, %v", err, ok)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("WatchNode from another session reported nothing within 5 s")
+			}
+
+			// The owner's own watch reports nothing until the node goes.
+			w := recipe.WatchNode(owner, p, stop)
+			select {
+			case err := <-w:
+				t.Fatalf("WatchNode from the owner: %v", err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			if err := other.Delete(p, -1); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-w:
+				if err == nil || !strings.Contains(err.Error(), "was deleted") {
+					t.Errorf("after the delete: %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("no report of the delete within 5 s")
 			}
 		})
 	}

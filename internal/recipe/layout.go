@@ -6,7 +6,7 @@
 // Layouts (children of the lock or latch path, all ephemeral-sequential):
 //
 //	Curator InterProcessMutex  _c_<uuid>-lock-NNNNNNNNNN    (protected mode, 36-char UUID)
-//	kazoo Lock                 <32 hex>__lock__NNNNNNNNNN
+//	kazoo Lock                 <32 hex>__lock__NNNNNNNNNN    (also waits for kazoo ReadLock's __rlock__)
 //	Curator LeaderLatch        _c_<uuid>-latch-NNNNNNNNNN   (data: the participant id)
 //
 // Invariants:
@@ -75,10 +75,14 @@ const protectedPrefix = "_c_"
 
 // contender matches the name of a contender of each family and captures its
 // sequence suffix: kazoo's (?:__lock__)(-?\d{10})$ with Curator's "lock-" added
-// for locks, and Curator's "latch-" for latches.
+// for locks, and Curator's "latch-" for latches. The kazoo layout also
+// counts kazoo's ReadLock nodes (__rlock__), as kazoo's Lock does
+// (_EXCLUDE_NAMES = ["__lock__", "__rlock__"]): a write lock waits for the
+// readers ahead of it.
 var (
-	lockContender  = regexp.MustCompile(`(?:__lock__|lock-)(-?\d{10})$`)
-	latchContender = regexp.MustCompile(`latch-(-?\d{10})$`)
+	lockContender      = regexp.MustCompile(`(?:__lock__|lock-)(-?\d{10})$`)
+	kazooLockContender = regexp.MustCompile(`(?:__lock__|__rlock__|lock-)(-?\d{10})$`)
+	latchContender     = regexp.MustCompile(`latch-(-?\d{10})$`)
 )
 
 // NewPrefix returns the name of a new contender node before ZooKeeper
@@ -110,8 +114,11 @@ func uuid(b [16]byte) string {
 // false for a child that is not one.
 func (l Layout) Sequence(name string) (string, bool) {
 	re := lockContender
-	if l == Latch {
+	switch l {
+	case Latch:
 		re = latchContender
+	case Kazoo:
+		re = kazooLockContender
 	}
 	m := re.FindStringSubmatch(name)
 	if m == nil {

@@ -52,6 +52,9 @@ func TestSequence(t *testing.T) {
 		{Kazoo, "lock-0000000007", "0000000007", true}, // Curator without protection
 		{Kazoo, "_c_x-lock--2147483648", "-2147483648", true},
 		{Kazoo, "leader", "", false},
+		// kazoo's ReadLock node: a blocker for kazoo's Lock, not Curator's.
+		{Kazoo, "0f3a9c5d2b1e4f6a8c7d9e0b1a2c3d4e__rlock__0000000004", "0000000004", true},
+		{Curator, "0f3a9c5d2b1e4f6a8c7d9e0b1a2c3d4e__rlock__0000000004", "", false},
 		{Kazoo, "x__lock__000000001", "", false}, // 9 digits: not ZooKeeper's suffix
 		{Curator, "_c_0e2c8a84-47a4-4c0d-9c3e-5f2b8e1d9a11-latch-0000000001", "", false},
 		{Latch, "_c_0e2c8a84-47a4-4c0d-9c3e-5f2b8e1d9a11-latch-0000000001", "0000000001", true},

@@ -21,7 +21,7 @@ const (
 	Connected State = iota // a session and a live connection to it
 	Suspended              // disconnected; the session may still live
 	Expired                // the server said the session expired
-	Lost                   // disconnected for the whole session timeout since the server was last heard
+	Lost                   // disconnected for the whole session timeout since the last read from a server
 )
 
 func (s State) String() string {
@@ -41,9 +41,13 @@ func (s State) String() string {
 // Change is one state change of a Session.
 type Change struct {
 	State State
-	// Deadline, for Suspended, is when the session must be taken as lost:
-	// the last time the server was heard plus the negotiated timeout. The
-	// server cannot expire the session earlier.
+	// Deadline, for Suspended, is when the session is taken as lost: the
+	// last time anything was read from the server plus the negotiated
+	// timeout. The server counts its timeout from when it last heard from
+	// the client, which may be earlier than that last read (a watch event,
+	// or a reply held up on the way back, read after the client's requests
+	// stopped reaching the server): it may expire the session before the
+	// deadline, by up to that gap.
 	Deadline time.Time
 	// SessionID is the session's id for Connected.
 	SessionID int64
@@ -55,8 +59,10 @@ type Change struct {
 // without waiting to hear it from a server.
 //
 // Invariants: the negotiated timeout and the time of the last byte read are
-// taken from the connection itself (a wrapping dialer), so the Lost deadline
-// is never later than the server's expiry; Changes is buffered without bound
+// taken from the connection itself (a wrapping dialer); the Lost deadline is
+// the last read plus that timeout, which can be later than the server's
+// expiry when the last read came after the server last heard from the
+// client (see Change.Deadline); Changes is buffered without bound
 // in order and never blocks go-zookeeper's event loop; Close closes the
 // session (its ephemeral nodes go at once when connected) and stops the
 // session's goroutine before returning.
