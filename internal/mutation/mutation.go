@@ -38,11 +38,15 @@ const (
 	// append acknowledgements and votes) before the Ready's hard state and
 	// entries are durable (consensus.Core.HandleReady).
 	AckBeforeDurable Name = "ack-before-durable"
+	// SkipActiveQuorum lets a membership change of the voters through when
+	// fewer than a majority of the new voters are known to be running
+	// (consensus's checkConfChange, which refuses it with ErrNoActiveQuorum).
+	SkipActiveQuorum Name = "skip-active-quorum"
 )
 
-var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable}
+var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable, SkipActiveQuorum}
 
-var on [6]atomic.Bool
+var on [7]atomic.Bool
 
 // All returns the names of the known mutations, in a fixed order.
 func All() []Name { return slices.Clone(all) }
