@@ -109,7 +109,8 @@ func (w *world) changeBusy() bool {
 
 // reconfigure starts one membership change: with fewer voters than
 // configured it adds a new, empty member (it catches up from a snapshot, and
-// the leader's consensus code promotes it), otherwise it removes a voter,
+// the leader's consensus code promotes it; sometimes it starts too late and
+// the change is given up and rolled back), otherwise it removes a voter,
 // often the leader itself. Mostly decided on the leader; sometimes on a
 // follower, whose conf changes raft forwards to the leader.
 func (w *world) reconfigure() {
@@ -148,8 +149,17 @@ func (w *world) reconfigure() {
 	id := uint64(len(w.members) + 1)
 	m := &member{w: w, idx: len(w.members), id: id, disk: newDisk(w, id), outside: true}
 	w.members = append(w.members, m)
-	m.restart()
 	m.scheduleTick()
+	if w.chance(0.25) {
+		// The new member starts late, or only when the faults stop: it
+		// stays a learner meanwhile, and if the simulator gives up first
+		// the change removes it again (ErrNotCaughtUp).
+		late := w.between(2*time.Second, 10*time.Second)
+		w.tracef("reconfig: new member %d starts in %v", id, late)
+		w.after(late, m.restart)
+	} else {
+		m.restart()
+	}
 	w.startChange(on, fmt.Sprintf("add member %d (leader %d)", id, leader.id),
 		&jute.ReconfigRequest{JoiningServers: simMember(id).String()}, m, "")
 }
