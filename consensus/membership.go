@@ -17,6 +17,11 @@ import (
 
 // Membership changes.
 //
+// The Core decides and drives them (memberchange.go: Core.ChangeMembers,
+// StartMemberChange, CancelMemberChange), on its goroutine; Node's
+// AddMember, RemoveMember and ChangeMembers queue a change to the loop and
+// wait for its outcome, and the simulator (internal/sim) calls the Core.
+//
 // Every change is computed from raft's own ConfState (as of this member's
 // applied index), never from a copy kept elsewhere, and goes through the log
 // as one ConfChangeV2 with one change at a time:
