@@ -8,6 +8,8 @@ import (
 
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/zkraft/zkraft/internal/mutation"
 )
 
 // MemberChange is one membership change the Core drives, one conf change at
@@ -224,7 +226,13 @@ func (c *Core) driveChange(mc *MemberChange) {
 				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
 				continue
 			}
-			if err := c.proposeStep(mc, cs, confChange(pb.ConfChangeAddLearnerNode, p.ID, p.Addr)); err != nil {
+			typ := pb.ConfChangeAddLearnerNode
+			if mutation.Enabled(mutation.SkipLearner) {
+				// Known wrong (mutation skip-learner): the new, empty
+				// member counts for quorum at once.
+				typ = pb.ConfChangeAddNode
+			}
+			if err := c.proposeStep(mc, cs, confChange(typ, p.ID, p.Addr)); err != nil {
 				c.finishChange(mc, fmt.Errorf("consensus: add member %d as learner: %w", p.ID, err))
 			}
 			return

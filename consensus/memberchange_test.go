@@ -164,3 +164,30 @@ func (g *coreGroup) waitLeader(t *testing.T) uint64 {
 	t.Fatal("no leader")
 	return 0
 }
+
+// TestCoreAddMemberIsLearnerFirst adds a member that never runs: it must
+// stay a learner, so the voters (and the quorum) do not change. The
+// skip-learner mutation must break this.
+func TestCoreAddMemberIsLearnerFirst(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate bool
+		voters []uint64
+	}{
+		{name: "correct", voters: []uint64{1, 2, 3}},
+		{name: "skip-learner", mutate: true, voters: []uint64{1, 2, 3, 9}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer mutation.Reset()
+			require.NoError(t, mutation.Set(mutation.SkipLearner, tt.mutate))
+			g := newCoreGroup(t, 3)
+			c := g.cores[g.waitLeader(t)]
+			c.StartMemberChange([]Peer{{ID: 9}}, nil, func(error) {})
+			for r := 0; r < 40; r++ {
+				g.round(t)
+			}
+			require.Equal(t, tt.voters, slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
+		})
+	}
+}

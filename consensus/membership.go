@@ -157,7 +157,7 @@ func (c *Core) checkConfChange(cs *pb.ConfState, cc *pb.ConfChangeV2, onLeader b
 				return fmt.Errorf("%w: member %d is a voter, not demoting it", errRefusedChange, id)
 			}
 		case pb.ConfChangeAddNode:
-			if !isVoter && !slices.Contains(cs.GetLearners(), id) {
+			if !isVoter && !slices.Contains(cs.GetLearners(), id) && !mutation.Enabled(mutation.SkipLearner) {
 				return fmt.Errorf("%w: member %d must join as a learner first", errRefusedChange, id)
 			}
 			if !isVoter {

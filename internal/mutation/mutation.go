@@ -42,11 +42,14 @@ const (
 	// fewer than a majority of the new voters are known to be running
 	// (consensus's checkConfChange, which refuses it with ErrNoActiveQuorum).
 	SkipActiveQuorum Name = "skip-active-quorum"
+	// SkipLearner adds a new member directly as a voter instead of as a
+	// learner promoted once caught up (consensus's membership changes).
+	SkipLearner Name = "skip-learner"
 )
 
-var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable, SkipActiveQuorum}
+var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable, SkipActiveQuorum, SkipLearner}
 
-var on [7]atomic.Bool
+var on [8]atomic.Bool
 
 // All returns the names of the known mutations, in a fixed order.
 func All() []Name { return slices.Clone(all) }

@@ -26,7 +26,8 @@ import (
 // Checks (chkMembership): a change completes with exactly its target as the
 // voters of the deciding member; it fails only for a documented reason
 // (ErrNoActiveQuorum, ErrNotCaughtUp after the simulator gave up, or the
-// give-up itself); a removal that leaves fewer than a majority of the new
+// give-up itself); an addition completes only after the new member ran (it
+// must have caught up to be promoted); a removal that leaves fewer than a majority of the new
 // voters able to run (a voter down for longer than two election timeouts,
 // decided on a leader that heard nothing from it since) is refused with
 // ErrNoActiveQuorum; and at the end every running member that applied the
@@ -270,6 +271,12 @@ func (w *world) changeDone(sc *simChange, err error) {
 		}
 		if !slices.Equal(voters, sc.target) {
 			w.fail(chkMembership, "%s completed on member %d with voters %v, want %v", sc.what, m.id, voters, sc.target)
+		}
+		if a := sc.added; a != nil && a.incarnation == 0 {
+			// A new member becomes a voter only once it caught up with
+			// the leader, which it cannot have done without running.
+			w.fail(chkMembership, "%s completed (voters %v) before member %d ever ran: it counts for quorum without the log",
+				sc.what, voters, a.id)
 		}
 		w.rc.lastVoters, w.rc.lastIndex, w.rc.dirty = sc.target, m.core.AppliedIndex(), false
 		// Publish the new membership, as the server's reconfig does
