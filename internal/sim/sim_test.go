@@ -91,25 +91,35 @@ func TestFiveMembers(t *testing.T) {
 	}
 }
 
-// TestReconfigExercised makes sure the membership changes of seeds 1..100
+// TestReconfigExercised makes sure the membership changes of seeds 1..300
 // really run through the Core: removals of a follower and of the leader and
 // additions complete, a new member that starts too late is rolled back, and
-// removal probes are refused.
+// removal probes are refused. It stops once it saw each.
 func TestReconfigExercised(t *testing.T) {
+	kinds := []string{"remove leader completed", "remove follower completed", "add completed",
+		"add rolled back", "probe refused"}
 	var trace bytes.Buffer
-	reconfigSeen := map[string]int{}
-	for s := uint64(1); s <= 100; s++ {
+	seen := map[string]int{}
+	all := func() bool {
+		for _, k := range kinds {
+			if seen[k] == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	s := uint64(1)
+	for ; s <= 300 && !all(); s++ {
 		trace.Reset()
 		Run(Config{Seed: s, Members: 3, Clients: 3, Duration: 30 * time.Second, Trace: &trace})
-		countReconfig(trace.String(), reconfigSeen)
+		countReconfig(trace.String(), seen)
 	}
-	for _, k := range []string{"remove leader completed", "remove follower completed", "add completed",
-		"add rolled back", "probe refused"} {
-		if reconfigSeen[k] == 0 {
-			t.Errorf("no %q in seeds 1..100 (seen: %v)", k, reconfigSeen)
+	for _, k := range kinds {
+		if seen[k] == 0 {
+			t.Errorf("no %q in seeds 1..300 (seen: %v)", k, seen)
 		}
 	}
-	t.Logf("seeds 1..100: %v", reconfigSeen)
+	t.Logf("seeds 1..%d: %v", s-1, seen)
 }
 
 // countReconfig counts the outcomes in one run's trace into seen.
