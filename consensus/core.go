@@ -28,7 +28,8 @@ import (
 // Invariants (see the package documentation for the Ready order):
 //   - Single goroutine: Tick, Step, Propose, ProposeConfChange, ReadIndex,
 //     ReportUnreachable, ReportSnapshot, HasReady, HandleReady,
-//     RequestSnapshot, SnapshotJob, SnapshotDone and Close are never called
+//     RequestSnapshot, SnapshotJob, SnapshotDone, ChangeMembers,
+//     StartMemberChange, CancelMemberChange and Close are never called
 //     concurrently. Time is never read except through the injected clock
 //     (CoreOptions.Now), used only to judge which peers are running.
 //   - Persist before send: a Ready's messages leave (Transport.Send) only
@@ -65,8 +66,6 @@ type Core struct {
 	// raftConf is confState once raft was told it is applied (Advance):
 	// only then does the leader accept the next conf change.
 	raftConf  atomic.Pointer[pb.ConfState]
-	confMu    sync.Mutex
-	confC     chan struct{} // closed and replaced when raftConf changes
 	activity  peerActivity  // when each peer was last heard from
 	removed   atomic.Bool   // the applied conf state no longer lists this member
 	batches   atomic.Uint64 // storage writes that carried log entries
@@ -88,7 +87,8 @@ type Core struct {
 	job          *SnapshotJob // decided, not yet taken by SnapshotJob()
 	confDirty    bool         // confState changed, raftConf not yet published
 	promoteConf  *pb.ConfState
-	promoteWait  int // ticks before promoting again at promoteConf
+	promoteWait  int             // ticks before promoting again at promoteConf
+	changes      []*MemberChange // membership changes; the first one runs
 }
 
 // CoreOptions are the seams a Core's owner injects.
@@ -219,7 +219,7 @@ func (c *Core) recover() (LoadedState, error) {
 }
 
 // setConfState records the conf state as of the applied index. It is
-// published to confWatch callers by publishConf, after Advance.
+// published by publishConf, after Advance.
 func (c *Core) setConfState(cs *pb.ConfState) {
 	c.confState.Store(cs)
 	c.confDirty = true
@@ -228,17 +228,11 @@ func (c *Core) setConfState(cs *pb.ConfState) {
 		!slices.Contains(cs.GetVotersOutgoing(), c.cfg.ID))
 }
 
-// publishConf makes confState the conf state raft has applied and wakes
-// confWatch callers. Called once raft was told (Advance).
+// publishConf makes confState the conf state raft has applied (the one
+// membership changes decide on). Called once raft was told (Advance).
 func (c *Core) publishConf() {
 	c.confDirty = false
 	c.raftConf.Store(c.confState.Load())
-	c.confMu.Lock()
-	defer c.confMu.Unlock()
-	if c.confC != nil {
-		close(c.confC)
-	}
-	c.confC = make(chan struct{})
 }
 
 // publishRaft publishes raft's hard and soft state for Status.
@@ -251,14 +245,6 @@ func (c *Core) publishRaft() {
 
 // appliedConf returns the conf state raft has applied. Any goroutine.
 func (c *Core) appliedConf() *pb.ConfState { return c.raftConf.Load() }
-
-// confWatch returns a channel closed at the next change of appliedConf.
-// Any goroutine.
-func (c *Core) confWatch() <-chan struct{} {
-	c.confMu.Lock()
-	defer c.confMu.Unlock()
-	return c.confC
-}
 
 // ConfState returns the conf state as of the applied index. Any goroutine.
 func (c *Core) ConfState() *pb.ConfState { return c.confState.Load() }
@@ -278,11 +264,12 @@ func (c *Core) AppliedIndex() uint64 { return c.applied.get() }
 // Removed reports whether this member applied its own removal. Any goroutine.
 func (c *Core) Removed() bool { return c.removed.Load() }
 
-// Tick advances raft's logical clock by one tick and, on the leader,
-// proposes to promote a caught-up learner.
+// Tick advances raft's logical clock by one tick, on the leader proposes to
+// promote a caught-up learner, and drives the running membership change.
 func (c *Core) Tick() {
 	c.rn.Tick()
 	c.maybePromote()
+	c.tickChanges()
 }
 
 // Step hands a message from a peer to raft. It records that the sender is
@@ -401,6 +388,9 @@ func (c *Core) HandleReady() error {
 		c.publishConf()
 	}
 	c.maybeCampaign()
+	// Membership changes see the conf state raft was told is applied, and
+	// their callers are woken only now.
+	c.driveChanges()
 	return nil
 }
 
@@ -602,8 +592,10 @@ func (c *Core) maybeCampaign() {
 
 // Close writes a hard state that only moved the commit index, if any (best
 // effort: losing it is harmless, raft re-learns it), unless the Core failed,
-// and closes the storage. No SnapshotJob may be running.
+// and closes the storage. Unfinished membership changes report ErrStopped.
+// No SnapshotJob may be running.
 func (c *Core) Close(failed bool) error {
+	c.failChanges(ErrStopped)
 	var errs []error
 	if !failed && c.hsDirty {
 		if err := c.store.Write(&WriteBatch{HardState: c.hardState}); err != nil {

@@ -111,6 +111,8 @@ type coreGroup struct {
 	sms    map[uint64]*durableSM
 	queue  []*pb.Message
 	bad    []string
+	now    time.Time       // the Cores' clock, one tick per round
+	down   map[uint64]bool // members that neither tick nor receive
 }
 
 type groupTransport struct {
@@ -157,7 +159,8 @@ func (s *durableSM) Snapshot() ([]byte, error)    { return []byte(fmt.Sprint(len
 func (s *durableSM) Restore(uint64, []byte) error { return nil }
 
 func newCoreGroup(t *testing.T, n int) *coreGroup {
-	g := &coreGroup{cores: map[uint64]*Core{}, stores: map[uint64]*memStorage{}, sms: map[uint64]*durableSM{}}
+	g := &coreGroup{cores: map[uint64]*Core{}, stores: map[uint64]*memStorage{}, sms: map[uint64]*durableSM{},
+		now: time.Unix(1_700_000_000, 0), down: map[uint64]bool{}}
 	var peers []Peer
 	for id := uint64(1); id <= uint64(n); id++ {
 		peers = append(peers, Peer{ID: id})
@@ -166,7 +169,7 @@ func newCoreGroup(t *testing.T, n int) *coreGroup {
 		g.stores[id] = newMemStorage()
 		g.sms[id] = &durableSM{g: g, id: id}
 		c, err := NewCore(Config{ID: id, Peers: peers, Transport: groupTransport{g, id}, Logger: zerolog.Nop()},
-			g.sms[id], CoreOptions{Storage: g.stores[id]})
+			g.sms[id], CoreOptions{Storage: g.stores[id], Now: func() time.Time { return g.now }})
 		require.NoError(t, err)
 		g.cores[id] = c
 	}
@@ -183,6 +186,8 @@ func (g *coreGroup) round(t *testing.T) {
 			}
 		}
 	})
+	ids = slices.DeleteFunc(ids, func(id uint64) bool { return g.down[id] })
+	g.now = g.now.Add(DefaultTickInterval)
 	for _, id := range ids {
 		g.cores[id].Tick()
 	}
@@ -190,7 +195,9 @@ func (g *coreGroup) round(t *testing.T) {
 		q := g.queue
 		g.queue = nil
 		for _, m := range q {
-			_ = g.cores[m.GetTo()].Step(m)
+			if c := g.cores[m.GetTo()]; c != nil && !g.down[m.GetTo()] {
+				_ = c.Step(m)
+			}
 		}
 		for _, id := range ids {
 			for g.cores[id].HasReady() {
@@ -204,8 +211,8 @@ func (g *coreGroup) round(t *testing.T) {
 }
 
 func (g *coreGroup) anyReady() bool {
-	for _, c := range g.cores {
-		if c.HasReady() {
+	for id, c := range g.cores {
+		if !g.down[id] && c.HasReady() {
 			return true
 		}
 	}

@@ -120,7 +120,10 @@
 // learner until the leader sees it caught up and promotes it; each change is
 // proposed only after raft applied the previous one (waiters are woken after
 // Advance); a change that leaves no voter, or fewer than a majority of
-// running voters, is refused (see membership.go).
+// running voters, is refused (see membership.go). The decisions are the
+// Core's (Core.ChangeMembers and MemberChange in memberchange.go, driven by
+// Tick and HandleReady): Node's methods queue a change to the loop and wait
+// for its outcome, and the deterministic simulator calls the Core directly.
 //
 // # On-disk format
 //

@@ -162,12 +162,6 @@ func (n *Node) IsMember(id uint64) bool {
 	return isMember(cs, id) || slices.Contains(cs.GetVotersOutgoing(), id)
 }
 
-// appliedConf returns the conf state raft has applied on this member.
-func (n *Node) appliedConf() *pb.ConfState { return n.core.appliedConf() }
-
-// confWatch returns a channel closed at the next change of appliedConf.
-func (n *Node) confWatch() <-chan struct{} { return n.core.confWatch() }
-
 // run is the loop goroutine: it ticks the Core, runs what other goroutines
 // queued, and handles every Ready that results.
 func (n *Node) run() {

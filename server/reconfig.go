@@ -175,17 +175,14 @@ func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
 	defer cancel()
 	if err := s.node.ChangeMembers(ctx, consensusPeers(target)); err != nil {
 		s.log.Warn().Err(err).Uints64("members", slices.Sorted(maps.Keys(target))).Msg("reconfig: membership change failed")
-		if errors.Is(err, consensus.ErrLastVoter) {
-			return jute.ErrBadArguments, 0
-		}
-		return jute.ErrNewConfigNoQuorum, 0
+		return ReconfigErrorCode(err), 0
 	}
 	s.log.Info().Uints64("members", slices.Sorted(maps.Keys(target))).Msg("reconfig: membership changed")
 	// Publishing is idempotent (it writes the target membership), so it is
 	// retried when a leader change fails it: removing the leader causes one.
 	for {
 		done := make(chan applyResult, 1)
-		e := &entry{Type: entrySetConfig, Body: []byte(formatMembers(target))}
+		e := &entry{Type: entrySetConfig, Body: ConfigBody(target)}
 		if err := s.propose(ctx, e, func(r applyResult) { done <- r }); err == nil {
 			select {
 			case res := <-done:
@@ -206,47 +203,63 @@ func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
 	}
 }
 
-// reconfigTarget computes the membership r asks for. An incremental change
-// starts from raft's own voters (not from /zookeeper/config, which is
-// published after the change and may lag behind it); current supplies their
-// addresses. A non-zero code is the ZooKeeper error to answer.
+// reconfigTarget computes the membership r asks for (ReconfigTarget) from
+// raft's voters on this member, the published config and this member's
+// view of the membership.
 func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Member) (map[uint64]Member, int32) {
-	target := map[uint64]Member{}
+	target, code, missing := ReconfigTarget(r, s.node.Status().Voters, current, s.members())
+	if code == jute.ErrReconfigInProgress {
+		s.log.Warn().Uint64("member", missing).Msg("reconfig: no address known for a voter")
+	}
+	return target, code
+}
+
+// ReconfigTarget computes the membership a reconfig request asks for. It is
+// pure: the server and the simulator (internal/sim) call it. An incremental
+// change (joining and leaving lists) starts from raft's own voters (not from
+// /zookeeper/config, which is published after the change and may lag behind
+// it); current (the published config) and then known (the member's own
+// view) supply their addresses. A non-zero code is the ZooKeeper error to
+// answer: ErrBadArguments for a malformed list or a change that leaves no
+// voter, ErrReconfigInProgress when no address is known for a voter
+// (missing names it; only while the config of an earlier change is being
+// published).
+func ReconfigTarget(r *jute.ReconfigRequest, voters []uint64, current, known map[uint64]Member) (target map[uint64]Member, code int32, missing uint64) {
+	target = map[uint64]Member{}
 	if strings.TrimSpace(r.NewMembers) != "" {
 		for _, spec := range zoocfg.SplitList(r.NewMembers) {
 			m, err := parseServerSpec(spec)
 			if err != nil {
-				return nil, jute.ErrBadArguments
+				return nil, jute.ErrBadArguments, 0
 			}
 			target[m.ID] = m
 		}
-		return target, 0
+		return target, 0, 0
 	}
 	ids := map[uint64]bool{}
-	for _, id := range s.node.Status().Voters {
+	for _, id := range voters {
 		ids[id] = true
 	}
 	for _, spec := range zoocfg.SplitList(r.JoiningServers) {
 		m, err := parseServerSpec(spec)
 		if err != nil {
-			return nil, jute.ErrBadArguments
+			return nil, jute.ErrBadArguments, 0
 		}
 		target[m.ID], ids[m.ID] = m, true
 	}
 	for _, spec := range zoocfg.SplitList(r.LeavingServers) {
 		id, err := strconv.ParseUint(strings.TrimPrefix(spec, "server."), 10, 64)
 		if err != nil {
-			return nil, jute.ErrBadArguments
+			return nil, jute.ErrBadArguments, 0
 		}
 		delete(target, id)
 		delete(ids, id)
 	}
 	if len(ids) == 0 {
 		// Removing every voter would leave no one to commit anything.
-		return nil, jute.ErrBadArguments
+		return nil, jute.ErrBadArguments, 0
 	}
-	known := s.members()
-	for id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		if _, ok := target[id]; ok {
 			continue
 		}
@@ -255,14 +268,35 @@ func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Memb
 			m, ok = known[id]
 		}
 		if !ok {
-			// Only while the config of an earlier change is being published.
-			s.log.Warn().Uint64("member", id).Msg("reconfig: no address known for a voter")
-			return nil, jute.ErrReconfigInProgress
+			return nil, jute.ErrReconfigInProgress, id
 		}
 		target[id] = m
 	}
-	return target, 0
+	return target, 0, 0
 }
+
+// ReconfigPeers lists a reconfig target for consensus (Core.ChangeMembers,
+// Node.ChangeMembers), ordered by id.
+func ReconfigPeers(target map[uint64]Member) []consensus.Peer { return consensusPeers(target) }
+
+// ReconfigErrorCode is the ZooKeeper error a reconfig answers when the
+// membership change failed with err: ErrBadArguments for a change that
+// would leave no voter, ErrNewConfigNoQuorum otherwise (no running majority,
+// new members that did not catch up, a timeout).
+func ReconfigErrorCode(err error) int32 {
+	if errors.Is(err, consensus.ErrLastVoter) {
+		return jute.ErrBadArguments
+	}
+	return jute.ErrNewConfigNoQuorum
+}
+
+// ProposalSetConfig is the proposal type that publishes a membership in
+// /zookeeper/config; its body is ConfigBody.
+const ProposalSetConfig = entrySetConfig
+
+// ConfigBody is the body of a ProposalSetConfig for members: the server.N
+// lines, as reconfig publishes them.
+func ConfigBody(members map[uint64]Member) []byte { return []byte(formatMembers(members)) }
 
 // parseServerSpec parses "server.N=host:peer:election[:role][;client]".
 func parseServerSpec(spec string) (Member, error) {
@@ -276,3 +310,7 @@ func parseServerSpec(spec string) (Member, error) {
 	}
 	return parseMember(id, value)
 }
+
+// ParseConfig reads /zookeeper/config data (as published by a
+// ProposalSetConfig) back into members and its version.
+func ParseConfig(data []byte) (map[uint64]Member, int64, error) { return parseConfigData(data) }

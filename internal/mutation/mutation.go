@@ -38,11 +38,18 @@ const (
 	// append acknowledgements and votes) before the Ready's hard state and
 	// entries are durable (consensus.Core.HandleReady).
 	AckBeforeDurable Name = "ack-before-durable"
+	// SkipActiveQuorum lets a membership change of the voters through when
+	// fewer than a majority of the new voters are known to be running
+	// (consensus's checkConfChange, which refuses it with ErrNoActiveQuorum).
+	SkipActiveQuorum Name = "skip-active-quorum"
+	// SkipLearner adds a new member directly as a voter instead of as a
+	// learner promoted once caught up (consensus's membership changes).
+	SkipLearner Name = "skip-learner"
 )
 
-var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable}
+var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable, SkipActiveQuorum, SkipLearner}
 
-var on [6]atomic.Bool
+var on [8]atomic.Bool
 
 // All returns the names of the known mutations, in a fixed order.
 func All() []Name { return slices.Clone(all) }

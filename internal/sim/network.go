@@ -4,7 +4,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 )
 
 // network carries raft messages and liveness reports between members. A
@@ -104,11 +103,16 @@ func (w *world) injectFault() {
 		if m.up {
 			m.crash()
 			w.after(w.between(300*time.Millisecond, 3*time.Second), m.restart)
+			if inc, at := m.incarnation, w.now; w.chance(0.5) {
+				w.after(probeAfter, func() { w.probeRemoval(m, inc, at) })
+			}
 		}
 	case 1: // pause (a stopped process: it neither ticks nor handles messages)
 		if m.up && !m.paused {
 			m.pause()
-			w.after(w.between(200*time.Millisecond, 3*time.Second), m.resume)
+			d := w.between(200*time.Millisecond, 3*time.Second)
+			w.notePause(m, w.now+d)
+			w.after(d, m.resume)
 		}
 	case 2: // isolate a member both ways
 		w.tracef("partition: member %d isolated", m.id)
@@ -141,6 +145,7 @@ func (w *world) injectFault() {
 				}
 				l.pause()
 				pause := w.between(1500*time.Millisecond, 2500*time.Millisecond)
+				w.notePause(l, w.now+pause)
 				w.after(pause, l.resume)
 				w.after(pause+w.between(200*time.Millisecond, 900*time.Millisecond), w.healLinks)
 				break
@@ -177,44 +182,6 @@ const (
 
 // maxAdded bounds the members reconfig adds in one run.
 const maxAdded = 8
-
-// reconfigure proposes one membership change through the leader: with fewer
-// voters than configured it adds a new, empty member as a learner (it
-// catches up from a snapshot, and the leader's consensus code promotes it),
-// otherwise it removes a random voter, the leader included.
-func (w *world) reconfigure() {
-	var leader *member
-	for _, m := range w.members {
-		if m.up && !m.paused && m.isLeader {
-			leader = m
-		}
-	}
-	if leader == nil {
-		return
-	}
-	voters := leader.core.ConfState().GetVoters()
-	if len(voters) >= w.cfg.Members {
-		id := voters[w.rng.IntN(len(voters))]
-		w.tracef("reconfig: remove member %d (leader %d)", id, leader.id)
-		_ = leader.core.ProposeConfChange(&pb.ConfChange{Type: pb.ConfChangeRemoveNode.Enum(), NodeId: proto.Uint64(id)})
-		leader.process()
-		return
-	}
-	if len(w.members) >= w.cfg.Members+maxAdded {
-		return
-	}
-	id := uint64(len(w.members) + 1)
-	w.tracef("reconfig: add member %d as a learner (leader %d)", id, leader.id)
-	m := &member{w: w, idx: len(w.members), id: id, disk: newDisk(w, id), outside: true}
-	w.members = append(w.members, m)
-	m.restart()
-	m.scheduleTick()
-	// As consensus.Node.AddMember: a learner first; the leader's Core
-	// promotes it to voter once it has caught up (Core.Tick).
-	_ = leader.core.ProposeConfChange(&pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{
-		{Type: pb.ConfChangeAddLearnerNode.Enum(), NodeId: proto.Uint64(id)}}})
-	leader.process()
-}
 
 func (w *world) healLinks() {
 	for i := range w.net.cut {

@@ -114,6 +114,7 @@ type world struct {
 	connCount uint64
 	failed    []Failure
 	current   *member // the member whose code runs, for a panic's report
+	rc        reconfigState
 }
 
 // clock is the simulated clock, as session.Clock.
@@ -232,6 +233,7 @@ func Run(cfg Config) []Failure {
 		return w.failed
 	}
 	w.chk.final()
+	w.finalMembership()
 	w.tracef("%d register operations, %d lock holds, %d acknowledged writes, %d expiries",
 		len(w.chk.history), w.chk.increments, len(w.chk.ackedAt), len(w.chk.expiryDone))
 	return w.failed

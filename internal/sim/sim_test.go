@@ -2,11 +2,14 @@ package sim
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/zkraft/zkraft/consensus"
 	"github.com/zkraft/zkraft/internal/mutation"
 )
 
@@ -84,6 +87,62 @@ func TestFiveMembers(t *testing.T) {
 	for s := uint64(1); s <= 5; s++ {
 		for _, f := range Run(Config{Seed: s, Members: 5, Clients: 6, Duration: 20 * time.Second}) {
 			t.Errorf("seed %d: %s", s, f)
+		}
+	}
+}
+
+// TestReconfigExercised makes sure the membership changes of seeds 1..300
+// really run through the Core: removals of a follower and of the leader and
+// additions complete, a new member that starts too late is rolled back, and
+// removal probes are refused. It stops once it saw each.
+func TestReconfigExercised(t *testing.T) {
+	kinds := []string{"remove leader completed", "remove follower completed", "add completed",
+		"add rolled back", "probe refused"}
+	var trace bytes.Buffer
+	seen := map[string]int{}
+	all := func() bool {
+		for _, k := range kinds {
+			if seen[k] == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	s := uint64(1)
+	for ; s <= 300 && !all(); s++ {
+		trace.Reset()
+		Run(Config{Seed: s, Members: 3, Clients: 3, Duration: 30 * time.Second, Trace: &trace})
+		countReconfig(trace.String(), seen)
+	}
+	for _, k := range kinds {
+		if seen[k] == 0 {
+			t.Errorf("no %q in seeds 1..300 (seen: %v)", k, seen)
+		}
+	}
+	t.Logf("seeds 1..%d: %v", s-1, seen)
+}
+
+// countReconfig counts the outcomes in one run's trace into seen.
+func countReconfig(trace string, seen map[string]int) {
+	for _, line := range strings.Split(trace, "\n") {
+		var id, leader, on uint64
+		switch {
+		case strings.Contains(line, "is down") && strings.Contains(line, "failed") &&
+			strings.Contains(line, consensus.ErrNoActiveQuorum.Error()):
+			seen["probe refused"]++
+		case strings.Contains(line, "reconfig: remove member") && strings.Contains(line, "completed"):
+			i := strings.Index(line, "reconfig: remove member")
+			if _, err := fmt.Sscanf(line[i:], "reconfig: remove member %d (leader %d) completed on member %d", &id, &leader, &on); err == nil {
+				if id == leader {
+					seen["remove leader completed"]++
+				} else {
+					seen["remove follower completed"]++
+				}
+			}
+		case strings.Contains(line, "reconfig: add member") && strings.Contains(line, "completed"):
+			seen["add completed"]++
+		case strings.Contains(line, "reconfig: add member") && strings.Contains(line, consensus.ErrNotCaughtUp.Error()):
+			seen["add rolled back"]++
 		}
 	}
 }

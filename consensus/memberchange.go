@@ -1,0 +1,323 @@
+package consensus
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+
+	"go.etcd.io/raft/v3"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/zkraft/zkraft/internal/mutation"
+)
+
+// MemberChange is one membership change the Core drives, one conf change at
+// a time, on the core's goroutine (see the rules at the top of
+// membership.go). Node.ChangeMembers, AddMember and RemoveMember queue one to
+// their loop and wait for its outcome; the simulator (internal/sim) calls
+// the same Core methods from its goroutine.
+//
+// Steps: every new member is added as a learner (re-proposed every election
+// timeout until applied here), then the change waits until the leader has
+// promoted all of them (Core.maybePromote), then removes members, the
+// leader's own removal last. A step is proposed only after the previous one
+// was applied here and raft was told (Advance). done is called once, on the
+// core's goroutine, after the Ready that applied the last step was
+// Advanced, or at once for a refusal.
+type MemberChange struct {
+	add    []Peer   // sorted by id
+	remove []uint64 // ordered when the removal phase starts
+	done   func(error)
+
+	phase    changePhase
+	i        int      // the current step in add, remove or added
+	proposed bool     // the current step was proposed at least once
+	wait     int      // ticks before the current step is proposed again
+	added    []uint64 // learners this change added
+	cause    error    // why a rollback runs: the outcome once it is over
+	rollback int      // ticks the rollback may still take
+	finished bool
+}
+
+type changePhase int
+
+const (
+	phaseAdd      changePhase = iota // adding learners
+	phasePromote                     // waiting for the leader to promote them
+	phaseRemove                      // removing members
+	phaseRollback                    // removing the learners this change added
+)
+
+// PlanMembers computes, against the conf state cs, the members to add (not a
+// voter in cs; sorted by id) and to remove (a voter or learner of cs not in
+// target) so that the voters become exactly target. It refuses an empty
+// target (ErrLastVoter) and a zero id.
+func PlanMembers(cs *pb.ConfState, target []Peer) (add []Peer, remove []uint64, err error) {
+	if len(target) == 0 {
+		return nil, nil, ErrLastVoter
+	}
+	want := make(map[uint64]bool, len(target))
+	for _, p := range target {
+		if p.ID == 0 {
+			return nil, nil, errors.New("consensus: change members: id must be non-zero")
+		}
+		want[p.ID] = true
+		if !slices.Contains(cs.GetVoters(), p.ID) {
+			add = append(add, p)
+		}
+	}
+	for _, id := range slices.Concat(cs.GetVoters(), cs.GetLearners()) {
+		if !want[id] {
+			remove = append(remove, id)
+		}
+	}
+	slices.SortFunc(add, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
+	slices.Sort(remove)
+	return add, remove, nil
+}
+
+// ChangeMembers starts a change that makes the voters exactly target
+// (PlanMembers against the conf state raft has applied here). done receives
+// nil once this member applied the last step, or the refusal (ErrLastVoter,
+// ErrNoActiveQuorum, a conflict with the applied membership) or failure.
+// Core goroutine.
+func (c *Core) ChangeMembers(target []Peer, done func(error)) *MemberChange {
+	add, remove, err := PlanMembers(c.appliedConf(), target)
+	if err != nil {
+		mc := &MemberChange{done: done}
+		c.finishChange(mc, err)
+		return mc
+	}
+	return c.StartMemberChange(add, remove, done)
+}
+
+// StartMemberChange starts a change that adds (as learners, then waits for
+// their promotion) and then removes members. It is queued behind a change
+// that is not finished yet. Core goroutine.
+func (c *Core) StartMemberChange(add []Peer, remove []uint64, done func(error)) *MemberChange {
+	mc := &MemberChange{add: slices.Clone(add), remove: slices.Clone(remove), done: done}
+	slices.SortFunc(mc.add, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
+	// Refuse at once what is certainly wrong, before changing anything.
+	voters := slices.Clone(c.appliedConf().GetVoters())
+	for _, id := range remove {
+		voters = slices.DeleteFunc(voters, func(v uint64) bool { return v == id })
+	}
+	for _, p := range mc.add {
+		if p.ID == 0 {
+			c.finishChange(mc, errors.New("consensus: add member: id must be non-zero"))
+			return mc
+		}
+	}
+	if len(voters) == 0 && len(mc.add) == 0 {
+		c.finishChange(mc, ErrLastVoter)
+		return mc
+	}
+	c.changes = append(c.changes, mc)
+	c.driveChanges()
+	return mc
+}
+
+// CancelMemberChange gives up on mc with cause (its caller's context
+// ended). A change waiting for its new members' promotion first removes the
+// learners it added (for at most three election timeouts) and then reports
+// ErrNotCaughtUp wrapping cause; otherwise it reports cause at once. The
+// steps applied so far stay applied. No-op for a finished change. Core
+// goroutine.
+func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
+	if mc == nil || mc.finished || mc.phase == phaseRollback {
+		return
+	}
+	if len(c.changes) == 0 || c.changes[0] != mc {
+		c.finishChange(mc, cause) // still queued: nothing was changed
+		return
+	}
+	switch mc.phase {
+	case phasePromote:
+		mc.phase, mc.i, mc.proposed, mc.wait = phaseRollback, 0, false, 0
+		mc.cause = fmt.Errorf("%w: %w", ErrNotCaughtUp, cause)
+		mc.rollback = 3 * c.cfg.ElectionTicks
+		c.driveChanges()
+	case phaseAdd:
+		c.finishChange(mc, fmt.Errorf("consensus: add member %d as learner: %w", mc.add[mc.i].ID, cause))
+	default:
+		c.finishChange(mc, fmt.Errorf("consensus: remove member %d: %w", mc.remove[mc.i], cause))
+	}
+}
+
+// Finished reports whether mc reported its outcome. Core goroutine.
+func (mc *MemberChange) Finished() bool { return mc.finished }
+
+// finishChange reports err (nil: done) to mc's caller and starts the next
+// queued change.
+func (c *Core) finishChange(mc *MemberChange, err error) {
+	if mc.finished {
+		return
+	}
+	mc.finished = true
+	if i := slices.Index(c.changes, mc); i >= 0 {
+		c.changes = slices.Delete(c.changes, i, i+1)
+	}
+	if mc.done != nil {
+		mc.done(err)
+	}
+}
+
+// failChanges reports err to every unfinished change (the Core closes).
+func (c *Core) failChanges(err error) {
+	for len(c.changes) > 0 {
+		c.finishChange(c.changes[0], err)
+	}
+}
+
+// tickChanges counts a tick down for the running change's re-proposal and
+// rollback timers, then drives it.
+func (c *Core) tickChanges() {
+	if len(c.changes) == 0 {
+		return
+	}
+	mc := c.changes[0]
+	if mc.wait > 0 {
+		mc.wait--
+	}
+	if mc.phase == phaseRollback {
+		mc.rollback--
+		if mc.rollback <= 0 {
+			c.lg.Warn().Err(mc.cause).Uints64("members", mc.added).
+				Msg("gave up removing the new members after a failed membership change")
+			c.finishChange(mc, mc.cause)
+		}
+	}
+	c.driveChanges()
+}
+
+// driveChanges advances the running change as far as the conf state raft
+// has applied here allows, proposing its next step when due. Runs after
+// every Tick and every handled Ready (after Advance).
+func (c *Core) driveChanges() {
+	for len(c.changes) > 0 {
+		mc := c.changes[0]
+		c.driveChange(mc)
+		if !mc.finished {
+			return
+		}
+	}
+}
+
+func (c *Core) driveChange(mc *MemberChange) {
+	for !mc.finished {
+		cs := c.appliedConf()
+		switch mc.phase {
+		case phaseAdd:
+			if mc.i == len(mc.add) {
+				mc.nextPhase(phasePromote)
+				if len(mc.add) == 0 {
+					mc.nextPhase(phaseRemove)
+					c.orderRemovals(mc)
+				}
+				continue
+			}
+			p := mc.add[mc.i]
+			if isMember(cs, p.ID) {
+				if mc.proposed {
+					mc.added = append(mc.added, p.ID)
+					c.lg.Info().Uint64("member", p.ID).Str("addr", p.Addr).Msg("member added as learner")
+				}
+				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
+				continue
+			}
+			typ := pb.ConfChangeAddLearnerNode
+			if mutation.Enabled(mutation.SkipLearner) {
+				// Known wrong (mutation skip-learner): the new, empty
+				// member counts for quorum at once.
+				typ = pb.ConfChangeAddNode
+			}
+			if err := c.proposeStep(mc, cs, confChange(typ, p.ID, p.Addr)); err != nil {
+				c.finishChange(mc, fmt.Errorf("consensus: add member %d as learner: %w", p.ID, err))
+			}
+			return
+		case phasePromote:
+			for _, p := range mc.add {
+				if !slices.Contains(cs.GetVoters(), p.ID) {
+					return // the leader promotes them once caught up
+				}
+			}
+			mc.nextPhase(phaseRemove)
+			c.orderRemovals(mc)
+		case phaseRemove:
+			if mc.i == len(mc.remove) {
+				c.finishChange(mc, nil)
+				return
+			}
+			id := mc.remove[mc.i]
+			if !isMember(cs, id) {
+				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
+				continue
+			}
+			if err := c.proposeStep(mc, cs, confChange(pb.ConfChangeRemoveNode, id, "")); err != nil {
+				c.finishChange(mc, fmt.Errorf("consensus: remove member %d: %w", id, err))
+			}
+			return
+		case phaseRollback:
+			if mc.i == len(mc.added) {
+				c.finishChange(mc, mc.cause)
+				return
+			}
+			id := mc.added[mc.i]
+			if !isMember(cs, id) {
+				c.lg.Warn().Uint64("member", id).Msg("removed a new member after a failed membership change")
+				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
+				continue
+			}
+			if err := c.proposeStep(mc, cs, confChange(pb.ConfChangeRemoveNode, id, "")); err != nil {
+				c.lg.Warn().Err(err).Uint64("member", id).Msg("removing a new member after a failed membership change")
+				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
+				continue
+			}
+			return
+		}
+	}
+}
+
+func (mc *MemberChange) nextPhase(p changePhase) {
+	mc.phase, mc.i, mc.proposed, mc.wait = p, 0, false, 0
+}
+
+// orderRemovals puts the leader's own removal last: it costs the group its
+// leader.
+func (c *Core) orderRemovals(mc *MemberChange) {
+	lead := c.Lead()
+	slices.SortFunc(mc.remove, func(a, b uint64) int {
+		if (a == lead) != (b == lead) {
+			if a == lead {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(a, b)
+	})
+}
+
+// proposeStep proposes cc unless a proposal of the current step is younger
+// than an election timeout (raft may have turned it into an empty entry: a
+// forwarded proposal can reach a leader that has not applied the previous
+// change yet). It returns a refusal of checkConfChange, made again before
+// every proposal. Without a known leader nothing is proposed: the next
+// Tick or Ready tries again.
+func (c *Core) proposeStep(mc *MemberChange, cs *pb.ConfState, cc *pb.ConfChangeV2) error {
+	if mc.wait > 0 {
+		return nil
+	}
+	if err := c.checkConfChange(cs, cc, c.IsLeader()); err != nil {
+		return err
+	}
+	if c.Lead() == 0 {
+		return nil
+	}
+	// A dropped proposal (leader shedding load) is proposed again later.
+	if err := c.rn.ProposeConfChange(cc); err != nil && !errors.Is(err, raft.ErrProposalDropped) {
+		return err
+	}
+	mc.proposed, mc.wait = true, c.cfg.ElectionTicks
+	return nil
+}

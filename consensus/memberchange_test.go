@@ -1,0 +1,193 @@
+package consensus
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	pb "go.etcd.io/raft/v3/raftpb"
+
+	"github.com/zkraft/zkraft/internal/mutation"
+)
+
+func TestPlanMembers(t *testing.T) {
+	cs := &pb.ConfState{Voters: []uint64{3, 1, 2}, Learners: []uint64{5}}
+	tests := []struct {
+		name    string
+		target  []Peer
+		add     []uint64
+		remove  []uint64
+		wantErr error
+	}{
+		{name: "same voters", target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}}, remove: []uint64{5}},
+		{name: "add and remove", target: []Peer{{ID: 7}, {ID: 1}, {ID: 4}}, add: []uint64{4, 7}, remove: []uint64{2, 3, 5}},
+		{name: "learner to voter", target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 5}}, add: []uint64{5}},
+		{name: "empty", target: nil, wantErr: ErrLastVoter},
+		{name: "zero id", target: []Peer{{ID: 0}}, wantErr: errors.New("")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			add, remove, err := PlanMembers(cs, tt.target)
+			if tt.wantErr != nil {
+				require.Error(t, err)
+				if errors.Is(tt.wantErr, ErrLastVoter) {
+					require.ErrorIs(t, err, ErrLastVoter)
+				}
+				return
+			}
+			require.NoError(t, err)
+			var ids []uint64
+			for _, p := range add {
+				ids = append(ids, p.ID)
+			}
+			require.Equal(t, tt.add, ids)
+			require.Equal(t, tt.remove, remove)
+		})
+	}
+}
+
+// TestCoreMemberChange drives membership changes on goroutine-free Cores:
+// the outcome is reported once, after the Ready that applied the last step
+// was Advanced (the conf state raft was told is then the target), and the
+// refusals hold. The skip-active-quorum mutation must break the refusal of
+// a removal with a voter down.
+func TestCoreMemberChange(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  bool
+		down    bool // a follower other than the one removed is down
+		target  func(lead uint64, others []uint64) []Peer
+		wantErr error
+		voters  func(lead uint64, others []uint64) []uint64
+	}{
+		{name: "remove a follower",
+			target: func(lead uint64, o []uint64) []Peer { return []Peer{{ID: lead}, {ID: o[1]}} },
+			voters: func(lead uint64, o []uint64) []uint64 { return slices.Sorted(slices.Values([]uint64{lead, o[1]})) }},
+		{name: "remove the leader",
+			target: func(_ uint64, o []uint64) []Peer { return []Peer{{ID: o[0]}, {ID: o[1]}} },
+			voters: func(_ uint64, o []uint64) []uint64 { return o }},
+		{name: "remove every voter", target: func(uint64, []uint64) []Peer { return nil }, wantErr: ErrLastVoter},
+		{name: "remove a follower with the other down", down: true,
+			target:  func(lead uint64, o []uint64) []Peer { return []Peer{{ID: lead}, {ID: o[1]}} },
+			wantErr: ErrNoActiveQuorum},
+		{name: "mutated: remove a follower with the other down", down: true, mutate: true,
+			target: func(lead uint64, o []uint64) []Peer { return []Peer{{ID: lead}, {ID: o[1]}} },
+			voters: func(lead uint64, o []uint64) []uint64 { return slices.Sorted(slices.Values([]uint64{lead, o[1]})) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer mutation.Reset()
+			require.NoError(t, mutation.Set(mutation.SkipActiveQuorum, tt.mutate))
+			g := newCoreGroup(t, 3)
+			lead := g.waitLeader(t)
+			var others []uint64
+			for _, id := range []uint64{1, 2, 3} {
+				if id != lead {
+					others = append(others, id)
+				}
+			}
+			if tt.down {
+				g.down[others[1]] = true
+				for r := 0; r < 30; r++ { // three election timeouts
+					g.round(t)
+				}
+				require.Equal(t, lead, g.cores[lead].Lead(), "the leader kept its quorum")
+			}
+			c := g.cores[lead]
+			calls := 0
+			var got error
+			c.ChangeMembers(tt.target(lead, others), func(err error) {
+				calls++
+				got = err
+				if err == nil {
+					// Woken after Advance: raft was told.
+					require.Equal(t, tt.voters(lead, others), slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
+				}
+			})
+			for r := 0; r < 50 && calls == 0; r++ {
+				g.round(t)
+			}
+			require.Equal(t, 1, calls, "outcome reported once")
+			if tt.wantErr != nil {
+				require.ErrorIs(t, got, tt.wantErr)
+				require.Equal(t, []uint64{1, 2, 3}, slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
+				return
+			}
+			require.NoError(t, got)
+			require.Empty(t, g.bad)
+		})
+	}
+}
+
+// TestCoreMemberChangeCancelRollsBack adds a member that never runs: it
+// stays a learner (not promoted), and cancelling the change removes it and
+// reports ErrNotCaughtUp; a change queued behind it runs afterwards.
+func TestCoreMemberChangeCancelRollsBack(t *testing.T) {
+	g := newCoreGroup(t, 3)
+	lead := g.waitLeader(t)
+	c := g.cores[lead]
+	var first, second []error
+	mc := c.StartMemberChange([]Peer{{ID: 9}}, nil, func(err error) { first = append(first, err) })
+	c.StartMemberChange(nil, []uint64{lead}, func(err error) { second = append(second, err) })
+	for r := 0; r < 40; r++ {
+		g.round(t)
+	}
+	require.Equal(t, []uint64{9}, c.appliedConf().GetLearners(), "added as a learner, never promoted")
+	require.Empty(t, first)
+	require.Empty(t, second, "the second change waits for the first")
+	cause := errors.New("caller gave up")
+	c.CancelMemberChange(mc, cause)
+	for r := 0; r < 40 && len(second) == 0; r++ {
+		g.round(t)
+	}
+	require.Len(t, first, 1)
+	require.ErrorIs(t, first[0], ErrNotCaughtUp)
+	require.ErrorIs(t, first[0], cause)
+	require.Len(t, second, 1)
+	require.NoError(t, second[0])
+	require.False(t, isMember(c.appliedConf(), 9))
+	require.False(t, isMember(c.appliedConf(), lead))
+}
+
+// waitLeader runs rounds until a leader is elected and returns it.
+func (g *coreGroup) waitLeader(t *testing.T) uint64 {
+	t.Helper()
+	for r := 0; r < 100; r++ {
+		g.round(t)
+		for _, id := range []uint64{1, 2, 3} {
+			if c := g.cores[id]; c != nil && c.IsLeader() {
+				return id
+			}
+		}
+	}
+	t.Fatal("no leader")
+	return 0
+}
+
+// TestCoreAddMemberIsLearnerFirst adds a member that never runs: it must
+// stay a learner, so the voters (and the quorum) do not change. The
+// skip-learner mutation must break this.
+func TestCoreAddMemberIsLearnerFirst(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate bool
+		voters []uint64
+	}{
+		{name: "correct", voters: []uint64{1, 2, 3}},
+		{name: "skip-learner", mutate: true, voters: []uint64{1, 2, 3, 9}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer mutation.Reset()
+			require.NoError(t, mutation.Set(mutation.SkipLearner, tt.mutate))
+			g := newCoreGroup(t, 3)
+			c := g.cores[g.waitLeader(t)]
+			c.StartMemberChange([]Peer{{ID: 9}}, nil, func(error) {})
+			for r := 0; r < 40; r++ {
+				g.round(t)
+			}
+			require.Equal(t, tt.voters, slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
+		})
+	}
+}

@@ -1,0 +1,345 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/zkraft/zkraft/consensus"
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/server"
+)
+
+// Reconfig in the simulator goes through the code zkraft's reconfig runs:
+// server.ReconfigTarget builds the target from raft's voters on the deciding
+// member and a ZooKeeper reconfig request (joining or leaving list), and the
+// member's consensus.Core drives the change (Core.ChangeMembers: refusals,
+// a new member as a learner first, promotion by the leader once caught up,
+// one conf change at a time, the outcome reported after Advance), as
+// Node.ChangeMembers does on a real member. A completed change is then
+// published in /zookeeper/config (server.ProposalSetConfig), as the
+// server's reconfig does.
+//
+// Checks (chkMembership): a change completes with exactly its target as the
+// voters of the deciding member; it fails only for a documented reason
+// (ErrNoActiveQuorum, ErrNotCaughtUp after the simulator gave up, or the
+// give-up itself); an addition completes only after the new member ran (it
+// must have caught up to be promoted); a removal that leaves fewer than a majority of the new
+// voters able to run (a voter down for longer than two election timeouts,
+// decided on a leader that heard nothing from it since) is refused with
+// ErrNoActiveQuorum; and at the end every running member that applied the
+// last completed change has its voters.
+
+// chkMembership names the membership checker.
+const chkMembership = "membership"
+
+// changeTimeout is how long the simulator waits for a membership change
+// before it gives up (as the server's write timeout).
+const changeTimeout = 5 * time.Second
+
+// probeAfter is how long after a voter crashed a removal probe runs: more
+// than two election timeouts, so a leader that was running meanwhile cannot
+// count the crashed voter as running.
+const probeAfter = 1200 * time.Millisecond
+
+// errGaveUp is the cause the simulator cancels a change with.
+var errGaveUp = errors.New("sim: membership change timed out")
+
+// reconfigState is the run's membership changes.
+type reconfigState struct {
+	running  *simChange
+	pauseEnd map[int]time.Duration // member index -> end of its latest pause
+	// The last completed change: its voters, the deciding member's applied
+	// index at completion, and whether a change that may have changed
+	// something ran after it.
+	lastVoters []uint64
+	lastIndex  uint64
+	dirty      bool
+	changes    int // changes started
+}
+
+// simChange is a membership change in flight.
+type simChange struct {
+	m          *member
+	inc        int
+	mc         *consensus.MemberChange
+	what       string
+	target     []uint64
+	mustRefuse string  // why the change must be refused with ErrNoActiveQuorum; "" if it may complete
+	added      *member // the new member, for an addition
+	sync       bool    // the outcome came within ChangeMembers (nothing proposed)
+	over       bool
+}
+
+// notePause records a member pause that ends at end.
+func (w *world) notePause(m *member, end time.Duration) {
+	if w.rc.pauseEnd == nil {
+		w.rc.pauseEnd = map[int]time.Duration{}
+	}
+	w.rc.pauseEnd[m.idx] = end
+}
+
+// runningLeader returns a leader that is up and running, or nil.
+func (w *world) runningLeader() *member {
+	var leader *member
+	for _, m := range w.members {
+		if m.up && !m.paused && m.isLeader && m.core != nil {
+			leader = m
+		}
+	}
+	return leader
+}
+
+// changeBusy reports whether a change is in flight; one whose member
+// crashed is abandoned (its Core is gone, and with it the change).
+func (w *world) changeBusy() bool {
+	sc := w.rc.running
+	if sc == nil {
+		return false
+	}
+	if !sc.m.up || sc.m.incarnation != sc.inc || sc.m.core == nil {
+		w.tracef("reconfig: %s abandoned (member %d crashed)", sc.what, sc.m.id)
+		sc.over, w.rc.running, w.rc.dirty = true, nil, true
+		return false
+	}
+	return true
+}
+
+// reconfigure starts one membership change: with fewer voters than
+// configured it adds a new, empty member (it catches up from a snapshot, and
+// the leader's consensus code promotes it; sometimes it starts too late and
+// the change is given up and rolled back), otherwise it removes a voter,
+// often the leader itself. Mostly decided on the leader; sometimes on a
+// follower, whose conf changes raft forwards to the leader.
+func (w *world) reconfigure() {
+	if w.changeBusy() {
+		return
+	}
+	leader := w.runningLeader()
+	if leader == nil {
+		return
+	}
+	on := leader
+	if w.chance(0.25) {
+		var fs []*member
+		for _, m := range w.members {
+			if m != leader && m.up && !m.paused && m.core != nil && m.inEnsemble() {
+				fs = append(fs, m)
+			}
+		}
+		if len(fs) > 0 {
+			on = fs[w.rng.IntN(len(fs))]
+		}
+	}
+	voters := slices.Sorted(slices.Values(on.core.ConfState().GetVoters()))
+	if len(voters) >= w.cfg.Members {
+		id := voters[w.rng.IntN(len(voters))]
+		if w.chance(0.4) && slices.Contains(voters, leader.id) {
+			id = leader.id // remove the leader
+		}
+		w.startChange(on, fmt.Sprintf("remove member %d (leader %d)", id, leader.id),
+			&jute.ReconfigRequest{LeavingServers: fmt.Sprint(id)}, nil, "")
+		return
+	}
+	if len(w.members) >= w.cfg.Members+maxAdded {
+		return
+	}
+	id := uint64(len(w.members) + 1)
+	m := &member{w: w, idx: len(w.members), id: id, disk: newDisk(w, id), outside: true}
+	w.members = append(w.members, m)
+	m.scheduleTick()
+	if w.chance(0.25) {
+		// The new member starts late, or only when the faults stop: it
+		// stays a learner meanwhile, and if the simulator gives up first
+		// the change removes it again (ErrNotCaughtUp).
+		late := w.between(2*time.Second, 10*time.Second)
+		w.tracef("reconfig: new member %d starts in %v", id, late)
+		w.after(late, m.restart)
+	} else {
+		m.restart()
+	}
+	w.startChange(on, fmt.Sprintf("add member %d (leader %d)", id, leader.id),
+		&jute.ReconfigRequest{JoiningServers: simMember(id).String()}, m, "")
+}
+
+// probeRemoval runs probeAfter after voter d crashed (at crashed): if d is
+// still down, a leader that ran all along is asked to remove another voter
+// (or itself) such that fewer than a majority of the new voters can be
+// running. consensus must refuse it with ErrNoActiveQuorum.
+func (w *world) probeRemoval(d *member, inc int, crashed time.Duration) {
+	if !w.faulty || d.up || d.removed || d.incarnation != inc || w.changeBusy() {
+		return
+	}
+	leader := w.runningLeader()
+	if leader == nil || w.rc.pauseEnd[leader.idx] > crashed {
+		return
+	}
+	voters := slices.Sorted(slices.Values(leader.core.ConfState().GetVoters()))
+	if !slices.Contains(voters, d.id) {
+		return
+	}
+	var cands []uint64
+	for _, id := range voters {
+		if id != d.id {
+			cands = append(cands, id)
+		}
+	}
+	if len(cands) == 0 {
+		return
+	}
+	x := cands[w.rng.IntN(len(cands))]
+	if w.chance(0.5) && slices.Contains(cands, leader.id) {
+		x = leader.id
+	}
+	// d is in the new voters and cannot be running; at best all others are.
+	newVoters := len(voters) - 1
+	if newVoters-1 >= newVoters/2+1 {
+		return // a majority could still run: no refusal to expect
+	}
+	w.startChange(leader, fmt.Sprintf("remove member %d while member %d is down (leader %d)", x, d.id, leader.id),
+		&jute.ReconfigRequest{LeavingServers: fmt.Sprint(x)}, nil,
+		fmt.Sprintf("member %d down since %v", d.id, crashed))
+}
+
+// simMember is the address record of simulated member id.
+func simMember(id uint64) server.Member {
+	return server.Member{ID: id, Host: fmt.Sprintf("m%d", id), PeerPort: 2888, ElectionPort: 3888,
+		Role: "participant", ClientAddr: fmt.Sprintf("m%d:2181", id)}
+}
+
+// startChange builds the target of r with the server's code and hands it to
+// on's consensus.Core.
+func (w *world) startChange(on *member, what string, r *jute.ReconfigRequest, added *member, mustRefuse string) {
+	voters := slices.Sorted(slices.Values(on.core.ConfState().GetVoters()))
+	var current map[uint64]server.Member
+	if data, _, ok := on.rep.GetData("/zookeeper/config"); ok && len(data) > 0 {
+		current, _, _ = server.ParseConfig(data)
+	}
+	known := map[uint64]server.Member{}
+	for _, m := range w.members {
+		known[m.id] = simMember(m.id)
+	}
+	target, code, _ := server.ReconfigTarget(r, voters, current, known)
+	if code != 0 {
+		w.fail(chkMembership, "%s: the server's reconfig target refused it with code %d (voters %v)", what, code, voters)
+		return
+	}
+	sc := &simChange{m: on, inc: on.incarnation, what: what, added: added, mustRefuse: mustRefuse,
+		target: slices.Sorted(maps.Keys(target))}
+	w.rc.running = sc
+	w.rc.changes++
+	w.tracef("reconfig on member %d: %s: voters %v -> %v", on.id, what, voters, sc.target)
+	w.current = on
+	inCall := true
+	sc.mc = on.core.ChangeMembers(server.ReconfigPeers(target), func(err error) {
+		sc.sync = inCall
+		w.changeDone(sc, err)
+	})
+	inCall = false
+	on.process()
+	w.after(changeTimeout, func() {
+		if sc.over || w.rc.running != sc || !w.changeBusy() {
+			return
+		}
+		w.tracef("reconfig: giving up on %s", sc.what)
+		w.current = sc.m
+		sc.m.core.CancelMemberChange(sc.mc, errGaveUp)
+		sc.m.process()
+	})
+}
+
+// changeDone checks a change's outcome; it runs on the deciding member's
+// Core (within ChangeMembers, a Tick or a Ready, after Advance).
+func (w *world) changeDone(sc *simChange, err error) {
+	if sc.over {
+		return
+	}
+	sc.over = true
+	if w.rc.running == sc {
+		w.rc.running = nil
+	}
+	m := sc.m
+	if err == nil {
+		voters := slices.Sorted(slices.Values(m.core.ConfState().GetVoters()))
+		w.tracef("reconfig: %s completed on member %d: voters %v", sc.what, m.id, voters)
+		if sc.mustRefuse != "" {
+			w.fail(chkMembership, "%s completed (voters now %v) with %s: fewer than a majority of the new voters can run, want a refusal (%v)",
+				sc.what, voters, sc.mustRefuse, consensus.ErrNoActiveQuorum)
+		}
+		if !slices.Equal(voters, sc.target) {
+			w.fail(chkMembership, "%s completed on member %d with voters %v, want %v", sc.what, m.id, voters, sc.target)
+		}
+		if a := sc.added; a != nil && a.incarnation == 0 {
+			// A new member becomes a voter only once it caught up with
+			// the leader, which it cannot have done without running.
+			w.fail(chkMembership, "%s completed (voters %v) before member %d ever ran: it counts for quorum without the log",
+				sc.what, voters, a.id)
+		}
+		w.rc.lastVoters, w.rc.lastIndex, w.rc.dirty = sc.target, m.core.AppliedIndex(), false
+		// Publish the new membership, as the server's reconfig does
+		// (outside the Core's call).
+		members := map[uint64]server.Member{}
+		for _, id := range sc.target {
+			members[id] = simMember(id)
+		}
+		inc := m.incarnation
+		w.after(0, func() {
+			if m.up && m.incarnation == inc && m.core != nil && !m.removed {
+				m.propose(&server.Proposal{Type: server.ProposalSetConfig, Body: server.ConfigBody(members)}, nil)
+			}
+		})
+		return
+	}
+	w.tracef("reconfig: %s failed on member %d: %v", sc.what, m.id, err)
+	if !sc.sync {
+		w.rc.dirty = true
+	}
+	switch {
+	case errors.Is(err, consensus.ErrNoActiveQuorum), errors.Is(err, errGaveUp):
+		// ErrNotCaughtUp wraps errGaveUp.
+	case sc.mustRefuse == "" && errors.Is(err, consensus.ErrStopped):
+	default:
+		w.fail(chkMembership, "%s on member %d failed for an undocumented reason: %v", sc.what, m.id, err)
+	}
+	if a := sc.added; a != nil && !a.removed {
+		// An addition that failed: the new member goes away (once no
+		// member counts it as a voter).
+		w.after(0, func() {
+			for _, o := range w.members {
+				if o.core != nil && slices.Contains(o.core.ConfState().GetVoters(), a.id) {
+					return
+				}
+			}
+			a.remove()
+		})
+	}
+}
+
+// finalMembership checks, at the end of the run, that every running member
+// that applied the last completed change has its voters (unless a change
+// that may have changed something ran after it).
+func (w *world) finalMembership() {
+	if w.rc.dirty || w.rc.running != nil {
+		return
+	}
+	want := w.rc.lastVoters
+	if want == nil {
+		for i := 0; i < w.cfg.Members; i++ {
+			want = append(want, uint64(i+1))
+		}
+	}
+	for _, m := range w.members {
+		if !m.up || m.removed || m.core == nil || m.core.AppliedIndex() < w.rc.lastIndex {
+			continue
+		}
+		cs := m.core.ConfState()
+		if len(cs.GetVoters()) > 0 && !slices.Equal(slices.Sorted(slices.Values(cs.GetVoters())), want) {
+			w.fail(chkMembership, "member %d (applied %d) ends with voters %v, the last completed change (at index %d) made them %v",
+				m.id, m.core.AppliedIndex(), cs.GetVoters(), w.rc.lastIndex, want)
+		}
+	}
+	w.tracef("membership: %d changes started, final voters %s", w.rc.changes, strings.Trim(fmt.Sprint(want), "[]"))
+}
