@@ -16,23 +16,8 @@ import (
 // directory the server recognises, with its holders and the waiters in
 // order.
 //
-// Recognised names. Every lock recipe creates one ephemeral sequential
-// child per contender, named <prefix><10-digit sequence>; the prefix says
-// the recipe and mode:
-//
-//	prefix                 recipe              mode
-//	_c_<uuid>-lock-        curator             exclusive (Curator InterProcessMutex, protected; go-zookeeper's zk.Lock)
-//	lock-, <guid>-lock-    lock                exclusive (unprotected Curator, the ZooKeeper docs' recipe)
-//	x-<sessionid>-         zookeeper-recipe    exclusive (zookeeper-recipes-lock WriteLock)
-//	<uuid>__lock__         kazoo               exclusive (kazoo Lock and WriteLock)
-//	<uuid>__rlock__        kazoo               read      (kazoo ReadLock)
-//	[_c_<uuid>-]__WRIT__   curator             write     (Curator InterProcessReadWriteLock)
-//	[_c_<uuid>-]__READ__   curator             read      (Curator InterProcessReadWriteLock)
-//
-// In a directory the contenders are ordered by sequence number. The first
-// one holds the lock if it is exclusive or a writer; otherwise every reader
-// before the first exclusive or writer node holds it (shared). The others
-// wait, in order.
+// Recognised names and who holds: see lockname.go (shared with the
+// lock-delay's apply, so that the view and the kept nodes agree).
 //
 // Cost. The scan looks only at ephemeral nodes (the tree's ephemeral index,
 // znode.Tree.EachEphemeral), never walks the tree: under the state
@@ -48,61 +33,6 @@ import (
 // maxLockScan bounds the ephemerals one lock scan reads.
 const maxLockScan = 200_000
 
-// lockMode is how a contender takes its lock.
-type lockMode string
-
-const (
-	modeExclusive lockMode = "exclusive"
-	modeRead      lockMode = "read"
-	modeWrite     lockMode = "write"
-)
-
-// parseLockName recognises a lock contender's node name: its recipe, mode
-// and sequence number.
-func parseLockName(name string) (recipe string, mode lockMode, seq int64, ok bool) {
-	const digits = 10
-	if len(name) <= digits {
-		return "", "", 0, false
-	}
-	prefix, suffix := name[:len(name)-digits], name[len(name)-digits:]
-	for _, r := range suffix {
-		if r < '0' || r > '9' {
-			return "", "", 0, false
-		}
-	}
-	seq, err := strconv.ParseInt(suffix, 10, 64)
-	if err != nil {
-		return "", "", 0, false
-	}
-	protected := strings.HasPrefix(prefix, "_c_")
-	switch {
-	case strings.HasSuffix(prefix, "__rlock__"):
-		return "kazoo", modeRead, seq, true
-	case strings.HasSuffix(prefix, "__lock__"):
-		return "kazoo", modeExclusive, seq, true
-	case strings.HasSuffix(prefix, "__READ__") && (protected || prefix == "__READ__"):
-		return "curator", modeRead, seq, true
-	case strings.HasSuffix(prefix, "__WRIT__") && (protected || prefix == "__WRIT__"):
-		return "curator", modeWrite, seq, true
-	case strings.HasSuffix(prefix, "lock-") && protected:
-		return "curator", modeExclusive, seq, true
-	case strings.HasSuffix(prefix, "lock-"):
-		return "lock", modeExclusive, seq, true
-	case isRecipeWriteLockPrefix(prefix):
-		return "zookeeper-recipe", modeExclusive, seq, true
-	}
-	return "", "", 0, false
-}
-
-// isRecipeWriteLockPrefix matches "x-<session id in decimal>-".
-func isRecipeWriteLockPrefix(p string) bool {
-	if !strings.HasPrefix(p, "x-") || !strings.HasSuffix(p, "-") || len(p) < 4 {
-		return false
-	}
-	_, err := strconv.ParseInt(p[2:len(p)-1], 10, 64)
-	return err == nil
-}
-
 // lockContender is one contender of a lock directory.
 type lockContender struct {
 	path    string // full path
@@ -115,6 +45,8 @@ type lockContender struct {
 	ctime   int64 // ms since the epoch
 	client  string
 }
+
+func (c lockContender) rank() lockRank { return lockRank{c.seq, c.node} }
 
 // lockDir is one lock directory.
 type lockDir struct {
@@ -175,18 +107,21 @@ func (s *Server) lockScanLimit(limit int) lockView {
 	clients := s.sessionClients()
 	for _, dir := range sortedKeys(byDir) {
 		cs := byDir[dir]
-		sort.Slice(cs, func(i, j int) bool { return cs[i].seq < cs[j].seq })
-		for i := range cs {
-			cs[i].client = clients[cs[i].session]
+		sort.Slice(cs, func(i, j int) bool { return cs[i].rank().less(cs[j].rank()) })
+		var q lockQueue
+		for _, c := range cs {
+			q.add(c.mode, c.rank())
 		}
-		n := 1
-		if cs[0].mode == modeRead {
-			n = 0
-			for n < len(cs) && cs[n].mode == modeRead {
-				n++
+		d := lockDir{path: dir}
+		for _, c := range cs {
+			c.client = clients[c.session]
+			if q.holds(c.mode, c.rank()) {
+				d.holders = append(d.holders, c)
+			} else {
+				d.waiters = append(d.waiters, c)
 			}
 		}
-		v.dirs = append(v.dirs, lockDir{path: dir, holders: cs[:n], waiters: cs[n:]})
+		v.dirs = append(v.dirs, d)
 	}
 	return v
 }
