@@ -31,7 +31,20 @@ type ZNodeGuard struct {
 	// Node is the guard znode; Do creates it (persistent, with ACL) if
 	// it is missing. Its parent must exist.
 	Node string
-	ACL  []zk.ACL
+	// ACL is the guard node's ACL when Do creates it; nil means
+	// world:anyone with every permission (zk.WorldACL(zk.PermAll)), as the
+	// server refuses a create without ACL (InvalidACL). Whoever can write
+	// the guard node can raise the recorded token and so lock out holders:
+	// restrict it where other clients are not trusted.
+	ACL []zk.ACL
+}
+
+// acl is the ACL Do creates the guard node with.
+func (g ZNodeGuard) acl() []zk.ACL {
+	if len(g.ACL) == 0 {
+		return zk.WorldACL(zk.PermAll)
+	}
+	return g.ACL
 }
 
 // maxGuardRetries bounds Do's retries when other writers keep changing the
@@ -49,7 +62,7 @@ func (g ZNodeGuard) Do(token int64, ops ...any) ([]zk.MultiResponse, error) {
 	for range maxGuardRetries {
 		data, st, err := g.Conn.Get(g.Node)
 		if errors.Is(err, zk.ErrNoNode) {
-			_, err = g.Conn.Create(g.Node, []byte("0"), 0, g.ACL)
+			_, err = g.Conn.Create(g.Node, []byte("0"), 0, g.acl())
 			if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 				return nil, fmt.Errorf("fence: create guard node %s: %w", g.Node, err)
 			}

@@ -14,11 +14,14 @@ import (
 type fakeZK struct {
 	data    map[string][]byte
 	version map[string]int32
+	acl     map[string][]zk.ACL
 	// beforeMulti runs once before the next Multi (a concurrent writer).
 	beforeMulti func(f *fakeZK)
 }
 
-func newFakeZK() *fakeZK { return &fakeZK{data: map[string][]byte{}, version: map[string]int32{}} }
+func newFakeZK() *fakeZK {
+	return &fakeZK{data: map[string][]byte{}, version: map[string]int32{}, acl: map[string][]zk.ACL{}}
+}
 
 func (f *fakeZK) Get(path string) ([]byte, *zk.Stat, error) {
 	d, ok := f.data[path]
@@ -28,11 +31,14 @@ func (f *fakeZK) Get(path string) ([]byte, *zk.Stat, error) {
 	return d, &zk.Stat{Version: f.version[path]}, nil
 }
 
-func (f *fakeZK) Create(path string, data []byte, _ int32, _ []zk.ACL) (string, error) {
+func (f *fakeZK) Create(path string, data []byte, _ int32, acl []zk.ACL) (string, error) {
+	if len(acl) == 0 {
+		return "", zk.ErrInvalidACL // as ZooKeeper and zkraft answer
+	}
 	if _, ok := f.data[path]; ok {
 		return "", zk.ErrNodeExists
 	}
-	f.data[path], f.version[path] = data, 0
+	f.data[path], f.version[path], f.acl[path] = data, 0, acl
 	return path, nil
 }
 
@@ -140,4 +146,29 @@ func TestZNodeGuardRace(t *testing.T) {
 	require.ErrorContains(t, err, "not a token")
 	_, err = g.Do(0)
 	require.Error(t, err)
+}
+
+// TestZNodeGuardACL: without an ACL the guard node is created world:anyone
+// with every permission (the server refuses a create without ACL); a given
+// ACL is used as it is.
+func TestZNodeGuardACL(t *testing.T) {
+	digest := []zk.ACL{{Perms: zk.PermAll, Scheme: "digest", ID: "app:x"}}
+	tests := []struct {
+		name string
+		acl  []zk.ACL
+		want []zk.ACL
+	}{
+		{"nil defaults to world:anyone all", nil, zk.WorldACL(zk.PermAll)},
+		{"empty defaults to world:anyone all", []zk.ACL{}, zk.WorldACL(zk.PermAll)},
+		{"given ACL kept", digest, digest},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeZK()
+			_, err := ZNodeGuard{Conn: f, Node: "/guard", ACL: tc.acl}.Do(7)
+			require.NoError(t, err)
+			require.Equal(t, tc.want, f.acl["/guard"])
+			require.Equal(t, "7", string(f.data["/guard"]))
+		})
+	}
 }

@@ -59,7 +59,11 @@ const (
 	entryDeleteTTL       int32 = -20                    // body: PathRequest
 	// entryExpireSessionDelayed is an expiry with lock-delay (zkraft.lockDelayMs):
 	// like entryExpireSession, but the session's ephemerals under the
-	// record's Paths stay until an entryDeleteDelayed removes them. Its own
+	// record's Paths that hold a lock, or are not named like lock contenders,
+	// stay until an entryDeleteDelayed removes them (lockDelayKeeps decides
+	// from the tree; waiting contenders go at once: this rule changed before
+	// lock-delay was first released, so no released log has entries applied
+	// the old way, which kept waiters too). Its own
 	// type, so that a member built before lock-delay stops on it instead of
 	// removing those nodes at once (it would ignore the record's new fields).
 	entryExpireSessionDelayed int32 = -21 // body: expireRecord with DelayMs and Paths

@@ -228,6 +228,9 @@ func applySeeds() [][]byte {
 	create := func(seq, path, flags byte) []byte {
 		return ent(0, tCreate, 1, seq, 0, path, 0, 0, flags)
 	}
+	createBy := func(sid, seq, path, flags byte) []byte {
+		return ent(sid, tCreate, 1, seq, 0, path, 0, 0, flags)
+	}
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	return [][]byte{
 		{},
@@ -243,6 +246,13 @@ func applySeeds() [][]byte {
 		// not due, at 3 s it is.
 		cat(ent(0, tCreateSession, 1, 0), create(1, 1, 1), create(2, 2, 1), create(3, 3, 2), create(4, 5, 2),
 			ent(0, tExpireDelayed, 0, 0, 2, 1, 1, 2), ent(0, tDeleteDelayed, 0, 0),
+			[]byte{1, 0, tDeleteDelayed, 0, 0, 3, 0, 3}),
+		// Lock-delay with a lock queue in /f/a: session 1 holds lock-,
+		// session 2 waits behind it, session 3 reads behind both; 2 and
+		// then 1 expire: 2's node goes at once, 1's is kept.
+		cat(ent(0, tCreateSession, 1, 0), ent(1, tCreateSession, 1, 0), ent(2, tCreateSession, 1, 0),
+			create(1, 1, 1), create(2, 2, 1), createBy(0, 3, 21, 4), createBy(1, 1, 21, 4), createBy(2, 1, 22, 4),
+			ent(1, tExpireDelayed, 0, 0, 2, 1, 1, 2), ent(0, tExpireDelayed, 0, 0, 2, 1, 1, 2),
 			[]byte{1, 0, tDeleteDelayed, 0, 0, 3, 0, 3}),
 	}
 }

@@ -46,6 +46,9 @@ var fuzzPaths = []string{
 	"/", "/f", "/f/a", "/f/a/b", "/f/a/b/c", "/f/b", "/f/c", "/f/a/", "/f//a", "f/a", "", "/f/a\x00b",
 	"/zookeeper", "/zookeeper/config", "/zookeeper/quota", "/zookeeper/quota/f", "/zookeeper/quota/f/zookeeper_limits",
 	"/zookeeper/quota/f/zookeeper_stats", "/f/.", "/f/..", "/f/a/b/c/d/e",
+	// Lock contenders' prefixes (with the sequential flag): the lock-delay
+	// keeps only holders (lockDelayKeeps).
+	"/f/a/lock-", "/f/a/k__rlock__", "/f/a/_c_u-__WRIT__",
 }
 
 // path returns one of fuzzPaths, or (rarely) a path read from the input.

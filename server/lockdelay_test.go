@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -338,4 +339,195 @@ func TestExpiryEntryCarriesLockDelay(t *testing.T) {
 			require.Equal(t, want, rec)
 		})
 	}
+}
+
+// ldNode is a node lockQueueSM creates: by session (0: persistent, made by
+// ldSession), at path.
+type ldNode struct {
+	session int64
+	path    string
+}
+
+// lockQueueSM returns a state machine with sessions ldSession, 8 and 9
+// (connection = session id), the persistent directories /locks, /locks/d,
+// /locks/e and /other, and nodes, created in order.
+func lockQueueSM(t *testing.T, nodes []ldNode) *testSM {
+	sm := newTestSM(t)
+	seqs := map[int64]uint64{}
+	for _, id := range []int64{ldSession, 8, 9} {
+		sm.createSession(id, uint64(id))
+	}
+	mk := func(session int64, path string, flags int32) {
+		seqs[session]++
+		e := &entry{Type: jute.OpCreate, SessionID: session, ConnID: uint64(session), Seq: seqs[session],
+			Body: jute.Marshal(&jute.CreateRequest{Path: path, Flags: flags,
+				ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})}
+		require.Zero(t, sm.apply(e).Err, path)
+	}
+	for _, p := range []string{"/locks", "/locks/d", "/locks/e", "/other"} {
+		mk(ldSession, p, 0)
+	}
+	for _, n := range nodes {
+		if n.session == 0 {
+			mk(ldSession, n.path, 0)
+		} else {
+			mk(n.session, n.path, jute.FlagEphemeral)
+		}
+	}
+	return sm
+}
+
+// TestLockDelayKeepsOnlyHolders: an expiry with lock-delay keeps, under
+// its paths, only the session's nodes that hold their lock as the tree is
+// when the expiry applies; its waiting nodes go at once, with NodeDeleted
+// (the watch the next waiter set) and the parent's NodeChildrenChanged.
+// Nodes of other names under the paths are kept. Two replicas agree.
+func TestLockDelayKeepsOnlyHolders(t *testing.T) {
+	const d, e = "/locks/d/", "/locks/e/"
+	s7 := func(p string) ldNode { return ldNode{ldSession, p} }
+	s8 := func(p string) ldNode { return ldNode{8, p} }
+	tests := []struct {
+		name    string
+		nodes   []ldNode
+		before  []*entry // applied before the expiry of ldSession
+		kept    []string // of ldSession's nodes
+		removed []string
+	}{
+		{"exclusive holder kept", []ldNode{s7(d + "lock-0000000000"), s8(d + "lock-0000000001")}, nil,
+			[]string{d + "lock-0000000000"}, nil},
+		{"exclusive waiter removed at once", []ldNode{s8(d + "lock-0000000000"), s7(d + "lock-0000000001")}, nil,
+			nil, []string{d + "lock-0000000001"}},
+		{"curator protected waiter removed", []ldNode{s8(d + "_c_b-lock-0000000004"), s7(d + "_c_a-lock-0000000005")}, nil,
+			nil, []string{d + "_c_a-lock-0000000005"}},
+		{"order is by sequence, not name", []ldNode{s7(d + "_c_a-lock-0000000009"), s8(d + "_c_z-lock-0000000003")}, nil,
+			nil, []string{d + "_c_a-lock-0000000009"}},
+		{"kazoo reader sharing the lock kept", []ldNode{s8(d + "b__rlock__0000000000"), s7(d + "a__rlock__0000000001"),
+			s8(d + "c__lock__0000000002")}, nil, []string{d + "a__rlock__0000000001"}, nil},
+		{"kazoo reader behind a writer removed", []ldNode{s8(d + "b__lock__0000000000"), s7(d + "a__rlock__0000000001")}, nil,
+			nil, []string{d + "a__rlock__0000000001"}},
+		{"kazoo writer behind a reader removed", []ldNode{s8(d + "b__rlock__0000000000"), s7(d + "a__lock__0000000001")}, nil,
+			nil, []string{d + "a__lock__0000000001"}},
+		{"curator reader ahead of a writer kept", []ldNode{s7(d + "_c_a-__READ__0000000000"), s8(d + "_c_b-__WRIT__0000000001")}, nil,
+			[]string{d + "_c_a-__READ__0000000000"}, nil},
+		{"curator writer behind a reader removed", []ldNode{s8(d + "_c_b-__READ__0000000000"), s7(d + "_c_a-__WRIT__0000000001")}, nil,
+			nil, []string{d + "_c_a-__WRIT__0000000001"}},
+		{"recipes count together", []ldNode{s8(d + "_c_b-lock-0000000000"), s7(d + "a__lock__0000000001")}, nil,
+			nil, []string{d + "a__lock__0000000001"}},
+		{"a persistent lock-named sibling counts", []ldNode{{0, d + "lock-0000000000"}, s7(d + "lock-0000000001")}, nil,
+			nil, []string{d + "lock-0000000001"}},
+		{"nodes of other names kept", []ldNode{s8(d + "lock-0000000000"), s7(d + "member"), s7(d + "latch-0000000001")}, nil,
+			[]string{d + "member", d + "latch-0000000001"}, nil},
+		{"holder in one directory, waiter in another", []ldNode{s7(d + "lock-0000000000"), s8(e + "lock-0000000000"),
+			s7(e + "lock-0000000001")}, nil, []string{d + "lock-0000000000"}, []string{e + "lock-0000000001"}},
+		{"decided on the tree before any removal", []ldNode{s8(d + "_c_b-__READ__0000000000"), s7(d + "_c_a-__WRIT__0000000001"),
+			s7(d + "_c_c-__READ__0000000002")}, nil, nil, []string{d + "_c_a-__WRIT__0000000001", d + "_c_c-__READ__0000000002"}},
+		{"behind a dead holder's kept node: removed", []ldNode{s8(d + "lock-0000000000"), s7(d + "lock-0000000001")},
+			[]*entry{{Type: entryExpireSessionDelayed, SessionID: 8, Time: ldTime - 1000,
+				Body: lockDelayBody(ldTerm, 8, ldDelay, []string{"/locks"})}},
+			nil, []string{d + "lock-0000000001"}},
+		{"outside the paths: removed", []ldNode{s7("/other/lock-0000000000")}, nil, nil, []string{"/other/lock-0000000000"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var snaps [][]byte
+			for range 2 { // two replicas
+				sm := lockQueueSM(t, tt.nodes)
+				for _, b := range tt.before {
+					require.Zero(t, sm.apply(b).Err)
+				}
+				r := &recorder{}
+				for _, p := range append(append([]string{}, tt.kept...), tt.removed...) {
+					sm.watches.addData(r, p)
+				}
+				others := map[string]bool{}
+				for _, n := range tt.nodes {
+					if n.session != ldSession {
+						_, ok := sm.tree.Exists(n.path)
+						others[n.path] = ok
+					}
+				}
+				require.Zero(t, sm.apply(&entry{Type: entryExpireSessionDelayed, SessionID: ldSession, Time: ldTime,
+					Body: lockDelayBody(ldTerm, uint64(ldSession), ldDelay, []string{"/locks"})}).Err)
+				_, live := sm.session(ldSession)
+				require.False(t, live)
+				var mine []string
+				for _, n := range tt.nodes {
+					if n.session == ldSession {
+						mine = append(mine, n.path)
+					}
+				}
+				require.ElementsMatch(t, tt.kept, sm.existing(mine), "kept")
+				var want []jute.WatcherEvent
+				for _, p := range tt.removed {
+					want = append(want, ev(jute.EventNodeDeleted, p))
+				}
+				require.ElementsMatch(t, want, r.take(), "a removed waiter fires its watches at expiry")
+				for p, existed := range others {
+					_, ok := sm.tree.Exists(p)
+					require.Equal(t, existed, ok, "another session's node %s", p)
+				}
+				if len(tt.kept) > 0 {
+					require.Equal(t, ldTime+ldDelay, sm.delayed[ldSession])
+				} else {
+					_, pending := sm.delayed[ldSession]
+					require.False(t, pending, "nothing kept, nothing pending")
+				}
+				require.NoError(t, checkState(sm.stateMachine))
+				snaps = append(snaps, mustSnapshot(t, sm.stateMachine))
+
+				// At the deadline the kept holders go too.
+				require.Zero(t, sm.apply(&entry{Type: entryDeleteDelayed, SessionID: ldSession, Time: ldTime + ldDelay}).Err)
+				require.Empty(t, sm.existing(mine))
+				require.NoError(t, checkState(sm.stateMachine))
+			}
+			require.Equal(t, snaps[0], snaps[1], "replicas differ")
+		})
+	}
+}
+
+// TestLockQueueHolds: the holding rule the view and the lock-delay share,
+// on whole queues: which contenders hold, whatever order they are added in.
+func TestLockQueueHolds(t *testing.T) {
+	tests := []struct {
+		name  string
+		nodes []string // in queue order
+		held  int      // the first held hold
+	}{
+		{"one exclusive", []string{"lock-0000000001"}, 1},
+		{"exclusive then waiters", []string{"lock-0000000001", "lock-0000000002", "x__rlock__0000000003"}, 1},
+		{"readers share until a writer", []string{"a__rlock__0000000001", "b__rlock__0000000002", "c__lock__0000000003", "d__rlock__0000000004"}, 2},
+		{"only readers", []string{"_c_a-__READ__0000000001", "_c_b-__READ__0000000002"}, 2},
+		{"writer first", []string{"_c_a-__WRIT__0000000001", "_c_b-__READ__0000000002"}, 1},
+		{"equal sequence: by name", []string{"a-lock-0000000001", "b-lock-0000000001"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, order := range [][]int{identity(len(tt.nodes)), reversed(len(tt.nodes))} {
+				var q lockQueue
+				for _, i := range order {
+					_, mode, seq, ok := parseLockName(tt.nodes[i])
+					require.True(t, ok, tt.nodes[i])
+					q.add(mode, lockRank{seq, tt.nodes[i]})
+				}
+				for i, n := range tt.nodes {
+					_, mode, seq, _ := parseLockName(n)
+					require.Equal(t, i < tt.held, q.holds(mode, lockRank{seq, n}), n)
+				}
+			}
+		})
+	}
+}
+
+func identity(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func reversed(n int) []int {
+	out := identity(n)
+	slices.Reverse(out)
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
 )
 
 // The lock view (issue 12): the AdminServer's "locks" command, the opt-in
@@ -16,23 +17,8 @@ import (
 // directory the server recognises, with its holders and the waiters in
 // order.
 //
-// Recognised names. Every lock recipe creates one ephemeral sequential
-// child per contender, named <prefix><10-digit sequence>; the prefix says
-// the recipe and mode:
-//
-//	prefix                 recipe              mode
-//	_c_<uuid>-lock-        curator             exclusive (Curator InterProcessMutex, protected; go-zookeeper's zk.Lock)
-//	lock-, <guid>-lock-    lock                exclusive (unprotected Curator, the ZooKeeper docs' recipe)
-//	x-<sessionid>-         zookeeper-recipe    exclusive (zookeeper-recipes-lock WriteLock)
-//	<uuid>__lock__         kazoo               exclusive (kazoo Lock and WriteLock)
-//	<uuid>__rlock__        kazoo               read      (kazoo ReadLock)
-//	[_c_<uuid>-]__WRIT__   curator             write     (Curator InterProcessReadWriteLock)
-//	[_c_<uuid>-]__READ__   curator             read      (Curator InterProcessReadWriteLock)
-//
-// In a directory the contenders are ordered by sequence number. The first
-// one holds the lock if it is exclusive or a writer; otherwise every reader
-// before the first exclusive or writer node holds it (shared). The others
-// wait, in order.
+// Recognised names and who holds: see lockname.go (shared with the
+// lock-delay's apply, so that the view and the kept nodes agree).
 //
 // Cost. The scan looks only at ephemeral nodes (the tree's ephemeral index,
 // znode.Tree.EachEphemeral), never walks the tree: under the state
@@ -42,66 +28,19 @@ import (
 // released. Writes wait while the read lock is held: BenchmarkLockScan
 // measured about 60 ms per 100,000 lock nodes on a busy 2-core machine, and
 // each answer reports its own time (scan_read_lock_us). Beyond maxLockScan
-// the view is marked truncated. Lock nodes that are not ephemeral (no
-// recipe makes them) are not shown.
+// the view is marked truncated; the ephemerals read are then an arbitrary
+// subset (map order), so every directory whose child count differs from
+// the contenders found in it is marked incomplete (its holders may be
+// wrong; a directory with children of other names is marked too), at one
+// Stat per directory under the read lock. Lock nodes that are not
+// ephemeral (kazoo's acquire(ephemeral=False) makes them) are not shown,
+// though the lock-delay's apply counts them as contenders.
+//
+// A node a lock-delay keeps after its session expired (the state machine's
+// delayed map) shows as expired, with the time it goes.
 
 // maxLockScan bounds the ephemerals one lock scan reads.
 const maxLockScan = 200_000
-
-// lockMode is how a contender takes its lock.
-type lockMode string
-
-const (
-	modeExclusive lockMode = "exclusive"
-	modeRead      lockMode = "read"
-	modeWrite     lockMode = "write"
-)
-
-// parseLockName recognises a lock contender's node name: its recipe, mode
-// and sequence number.
-func parseLockName(name string) (recipe string, mode lockMode, seq int64, ok bool) {
-	const digits = 10
-	if len(name) <= digits {
-		return "", "", 0, false
-	}
-	prefix, suffix := name[:len(name)-digits], name[len(name)-digits:]
-	for _, r := range suffix {
-		if r < '0' || r > '9' {
-			return "", "", 0, false
-		}
-	}
-	seq, err := strconv.ParseInt(suffix, 10, 64)
-	if err != nil {
-		return "", "", 0, false
-	}
-	protected := strings.HasPrefix(prefix, "_c_")
-	switch {
-	case strings.HasSuffix(prefix, "__rlock__"):
-		return "kazoo", modeRead, seq, true
-	case strings.HasSuffix(prefix, "__lock__"):
-		return "kazoo", modeExclusive, seq, true
-	case strings.HasSuffix(prefix, "__READ__") && (protected || prefix == "__READ__"):
-		return "curator", modeRead, seq, true
-	case strings.HasSuffix(prefix, "__WRIT__") && (protected || prefix == "__WRIT__"):
-		return "curator", modeWrite, seq, true
-	case strings.HasSuffix(prefix, "lock-") && protected:
-		return "curator", modeExclusive, seq, true
-	case strings.HasSuffix(prefix, "lock-"):
-		return "lock", modeExclusive, seq, true
-	case isRecipeWriteLockPrefix(prefix):
-		return "zookeeper-recipe", modeExclusive, seq, true
-	}
-	return "", "", 0, false
-}
-
-// isRecipeWriteLockPrefix matches "x-<session id in decimal>-".
-func isRecipeWriteLockPrefix(p string) bool {
-	if !strings.HasPrefix(p, "x-") || !strings.HasSuffix(p, "-") || len(p) < 4 {
-		return false
-	}
-	_, err := strconv.ParseInt(p[2:len(p)-1], 10, 64)
-	return err == nil
-}
 
 // lockContender is one contender of a lock directory.
 type lockContender struct {
@@ -114,13 +53,22 @@ type lockContender struct {
 	czxid   int64 // the fencing token
 	ctime   int64 // ms since the epoch
 	client  string
+	// delayUntil is, for a node a lock-delay keeps after its session
+	// expired, when the node goes (ms since the epoch, the state
+	// machine's delayed map); 0 for a live session's node.
+	delayUntil int64
 }
+
+func (c lockContender) rank() lockRank { return lockRank{c.seq, c.node} }
 
 // lockDir is one lock directory.
 type lockDir struct {
 	path    string
 	holders []lockContender
 	waiters []lockContender
+	// incomplete: the scan was truncated and may have missed contenders
+	// of this directory, so its holders and order may be wrong.
+	incomplete bool
 }
 
 // lockView is what a lock scan found.
@@ -159,36 +107,77 @@ func (s *Server) lockScanLimit(limit int) lockView {
 		})
 		return true
 	})
+	// Nodes a lock-delay keeps belong to dead sessions: say until when.
+	delayed := map[int64]int64{}
+	for _, c := range found {
+		if deadline, ok := s.sm.delayed[c.session]; ok {
+			delayed[c.session] = deadline
+		}
+	}
+	// A truncated scan read an arbitrary subset of the ephemerals (map
+	// order): a directory is known complete only if every child of it was
+	// found as a contender.
+	var partial map[string]bool
+	if v.truncated {
+		partial = incompleteDirs(s.sm.tree, found)
+	}
 	v.locked = time.Since(start)
 	s.sm.mu.RUnlock()
 
 	// Grouping and sorting happen after the lock is released.
 	byDir := map[string][]lockContender{}
 	for _, c := range found {
-		dir := c.path[:len(c.path)-len(c.node)-1]
-		if dir == "" {
-			dir = "/"
-		}
+		dir := lockDirOf(c)
 		byDir[dir] = append(byDir[dir], c)
 	}
 
 	clients := s.sessionClients()
 	for _, dir := range sortedKeys(byDir) {
 		cs := byDir[dir]
-		sort.Slice(cs, func(i, j int) bool { return cs[i].seq < cs[j].seq })
-		for i := range cs {
-			cs[i].client = clients[cs[i].session]
+		sort.Slice(cs, func(i, j int) bool { return cs[i].rank().less(cs[j].rank()) })
+		var q lockQueue
+		for _, c := range cs {
+			q.add(c.mode, c.rank())
 		}
-		n := 1
-		if cs[0].mode == modeRead {
-			n = 0
-			for n < len(cs) && cs[n].mode == modeRead {
-				n++
+		d := lockDir{path: dir, incomplete: partial[dir]}
+		for _, c := range cs {
+			c.client = clients[c.session]
+			c.delayUntil = delayed[c.session]
+			if q.holds(c.mode, c.rank()) {
+				d.holders = append(d.holders, c)
+			} else {
+				d.waiters = append(d.waiters, c)
 			}
 		}
-		v.dirs = append(v.dirs, lockDir{path: dir, holders: cs[:n], waiters: cs[n:]})
+		v.dirs = append(v.dirs, d)
 	}
 	return v
+}
+
+// lockDirOf is the directory of a contender.
+func lockDirOf(c lockContender) string {
+	if dir := c.path[:len(c.path)-len(c.node)-1]; dir != "" {
+		return dir
+	}
+	return "/"
+}
+
+// incompleteDirs returns the directories of found whose children were not
+// all found as contenders: the scan may have missed some of them (or they
+// have children of other names). O(found + directories); the caller holds
+// the state machine's read lock.
+func incompleteDirs(tree *znode.Tree, found []lockContender) map[string]bool {
+	count := map[string]int32{}
+	for _, c := range found {
+		count[lockDirOf(c)]++
+	}
+	out := map[string]bool{}
+	for dir, n := range count {
+		if st, ok := tree.Exists(dir); !ok || st.NumChildren != n {
+			out[dir] = true
+		}
+	}
+	return out
 }
 
 // sessionClients maps the sessions attached to this member to their
@@ -210,7 +199,7 @@ func heldMs(now time.Time, ctime int64) int64 {
 }
 
 func (c lockContender) json(now time.Time, since string) jsonObject {
-	return jsonObject{
+	o := jsonObject{
 		{"node", c.node},
 		{"recipe", c.recipe},
 		{"mode", string(c.mode)},
@@ -219,7 +208,20 @@ func (c lockContender) json(now time.Time, since string) jsonObject {
 		{"token", strconv.FormatInt(c.czxid, 10)},
 		{"ctime", c.ctime},
 		{since, heldMs(now, c.ctime)},
+		{"expired", c.delayUntil != 0},
 	}
+	if c.delayUntil != 0 {
+		o = append(o, jsonField{"lock_delay_until", c.delayUntil})
+	}
+	return o
+}
+
+// delayText is how lcks shows a node a lock-delay keeps.
+func (c lockContender) delayText() string {
+	if c.delayUntil == 0 {
+		return ""
+	}
+	return " expired; lock-delay until " + time.UnixMilli(c.delayUntil).UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
 // json is the locks command's body.
@@ -233,7 +235,8 @@ func (v lockView) json() jsonObject {
 		for _, c := range d.waiters {
 			waiters = append(waiters, c.json(v.at, "waiting_for_ms"))
 		}
-		locks = append(locks, jsonObject{{"path", d.path}, {"holders", holders}, {"waiters", waiters}})
+		locks = append(locks, jsonObject{{"path", d.path}, {"holders", holders}, {"waiters", waiters},
+			{"incomplete", d.incomplete}})
 	}
 	return jsonObject{{"locks", locks}, {"scanned_ephemerals", v.scanned}, {"truncated", v.truncated},
 		{"scan_read_lock_us", v.locked.Microseconds()}}
@@ -244,9 +247,12 @@ func (v lockView) text() string {
 	var b strings.Builder
 	for _, d := range v.dirs {
 		fmt.Fprintf(&b, "%s\n", d.path)
+		if d.incomplete {
+			fmt.Fprintf(&b, "\tincomplete: the truncated scan may have missed contenders; holders may be wrong\n")
+		}
 		line := func(role string, c lockContender, what string) {
-			fmt.Fprintf(&b, "\t%s %s %s session=%s client=%s token=%d %s=%dms\n",
-				role, c.node, c.mode, sessionHex(c.session), orDash(c.client), c.czxid, what, heldMs(v.at, c.ctime))
+			fmt.Fprintf(&b, "\t%s %s %s session=%s client=%s token=%d %s=%dms%s\n",
+				role, c.node, c.mode, sessionHex(c.session), orDash(c.client), c.czxid, what, heldMs(v.at, c.ctime), c.delayText())
 		}
 		for _, c := range d.holders {
 			line("holder", c, "held")

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +12,9 @@ import (
 	"github.com/go-zookeeper/zk"
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/internal/zktest"
+	"github.com/zkraft/zkraft/jute"
 )
 
 func TestParseLockName(t *testing.T) {
@@ -229,11 +234,18 @@ func TestLockScanBounded(t *testing.T) {
 	v := s.lockScanLimit(3)
 	require.True(t, v.truncated)
 	require.Equal(t, 3, v.scanned)
+	require.Len(t, v.dirs, 1)
+	require.True(t, v.dirs[0].incomplete, "a truncated scan saw an arbitrary 3 of 5: its holder may be wrong")
+	require.Contains(t, v.text(), "\tincomplete: ")
+	b, err := json.Marshal(v.json())
+	require.NoError(t, err)
+	require.Contains(t, string(b), `"incomplete":true`)
 	v = s.lockScanLimit(5)
 	require.False(t, v.truncated)
 	require.Len(t, v.dirs, 1)
 	require.Len(t, v.dirs[0].holders, 1)
 	require.Len(t, v.dirs[0].waiters, 4)
+	require.False(t, v.dirs[0].incomplete)
 	v = s.lockScanLimit(4)
 	require.Contains(t, v.text(), "truncated after 4 ephemerals\n")
 }
@@ -282,4 +294,107 @@ func BenchmarkLockScan(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(locked.Microseconds())/float64(n)/1000, "read-lock-ms/op")
+}
+
+// TestLocksViewLockDelay: with lock-delay, a holder whose session expired
+// stays listed as the holder, marked expired with its removal deadline
+// (locks command and lcks); a waiter whose session expired is gone at
+// once; a live waiter is not marked.
+func TestLocksViewLockDelay(t *testing.T) {
+	const delayMs = 60_000
+	s := startServer(t, func(c *Config) {
+		withAdmin(c)
+		c.FourLetterWords["lcks"] = true
+		c.TickTimeMs, c.MinSessionTimeoutMs = 100, 200
+		c.LockDelayMs, c.LockDelayPaths = delayMs, []string{"/l"}
+	})
+	c := lockClient(t, s)
+	acl := zk.WorldACL(zk.PermAll)
+	_, err := c.Create("/l", nil, 0, acl)
+	require.NoError(t, err)
+	// Two raw sessions of 200 ms that never ping: the holder and a waiter.
+	mk := func(timeoutMs int32) (*zktest.RawConn, int64, string) {
+		rc, resp := zktest.DialRaw(t, s.Addr().String(), 0, nil, timeoutMs, false)
+		t.Cleanup(rc.Close)
+		var cr jute.CreateResponse
+		hdr, err := rc.Call(jute.OpCreate, &jute.CreateRequest{Path: "/l/lock-", ACL: openACL(),
+			Flags: jute.FlagEphemeralSequential}, &cr)
+		require.NoError(t, err)
+		require.Zero(t, hdr.Err)
+		return rc, resp.SessionID, cr.Path[len("/l/"):]
+	}
+	_, holder, held := mk(200)
+	_, _, dying := mk(200)
+	live, err := c.Create("/l/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+	require.NoError(t, err)
+	live = live[len("/l/"):]
+
+	var l [2][]lockEntry
+	var m map[string]any
+	require.Eventually(t, func() bool {
+		m = getCommand(t, s, "locks")
+		locks := m["locks"].([]any)
+		if len(locks) != 1 {
+			return false
+		}
+		d := locks[0].(map[string]any)
+		l = [2][]lockEntry{lockEntries(t, d["holders"], "held_for_ms"), lockEntries(t, d["waiters"], "waiting_for_ms")}
+		return len(l[1]) == 1 // the dying waiter's node is gone
+	}, 10*time.Second, 20*time.Millisecond)
+	require.Equal(t, []string{held}, nodeNames(l[0]), "the expired holder's node is kept")
+	require.Equal(t, []string{live}, nodeNames(l[1]))
+	require.NotContains(t, append(nodeNames(l[0]), nodeNames(l[1])...), dying)
+
+	d := m["locks"].([]any)[0].(map[string]any)
+	h := d["holders"].([]any)[0].(map[string]any)
+	require.Equal(t, sessionHex(holder), h["session_id"])
+	require.Equal(t, true, h["expired"])
+	until := int64(h["lock_delay_until"].(float64))
+	require.InDelta(t, time.Now().UnixMilli()+delayMs, until, 10_000)
+	w := d["waiters"].([]any)[0].(map[string]any)
+	require.Equal(t, false, w["expired"])
+	require.NotContains(t, w, "lock_delay_until")
+	require.Equal(t, false, d["incomplete"])
+
+	out := fourLetter(t, s, "lcks")
+	stamp := time.UnixMilli(until).UTC().Format("2006-01-02T15:04:05.000Z")
+	require.Regexp(t, fmt.Sprintf(`\tholder %s exclusive session=%s .* held=\d+ms expired; lock-delay until %s\n`,
+		held, sessionHex(holder), regexp.QuoteMeta(stamp)), out)
+	require.Regexp(t, fmt.Sprintf(`\twaiter %s exclusive session=%s .* waiting=\d+ms\n`, live, sessionHex(c.SessionID())), out)
+}
+
+// TestIncompleteDirs: after a truncated scan, a directory is complete only
+// if every child of it was found.
+func TestIncompleteDirs(t *testing.T) {
+	s := startServer(t, nil)
+	c := lockClient(t, s)
+	acl := zk.WorldACL(zk.PermAll)
+	for _, p := range []string{"/a", "/b", "/c"} {
+		_, err := c.Create(p, nil, 0, acl)
+		require.NoError(t, err)
+	}
+	var all []lockContender
+	for _, dir := range []string{"/a", "/a", "/b", "/b", "/c"} {
+		p, err := c.Create(dir+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+		require.NoError(t, err)
+		all = append(all, lockContender{path: p, node: p[len(dir)+1:]})
+	}
+	_, err := c.Create("/c/member", nil, zk.FlagEphemeral, acl)
+	require.NoError(t, err)
+	for _, tt := range []struct {
+		name  string
+		found []lockContender
+		want  map[string]bool
+	}{
+		{"all found", all, map[string]bool{"/c": true}}, // /c has a member child
+		{"one of /a missing", all[1:], map[string]bool{"/a": true, "/c": true}},
+		{"one of /b missing", []lockContender{all[0], all[1], all[3]}, map[string]bool{"/b": true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s.sm.mu.RLock()
+			got := incompleteDirs(s.sm.tree, tt.found)
+			s.sm.mu.RUnlock()
+			require.Equal(t, tt.want, got)
+		})
+	}
 }

@@ -86,8 +86,11 @@ type applyHooks interface {
 //     the one that leader saw (expireRecord): a session that attached after
 //     the decision is never expired by it.
 //   - Lock-delay: an expiry with lock-delay (entryExpireSessionDelayed)
-//     removes the session and its ephemerals outside the record's Paths at
-//     once; those under them stay in the tree, owner unchanged, and
+//     removes the session and at once its ephemerals outside the record's
+//     Paths and, under them, those named like lock contenders that do not
+//     hold their lock in the tree as the entry finds it (lockDelayKeeps:
+//     decided from the tree and the entry only); the others under them
+//     (holders, nodes of other names) stay in the tree, owner unchanged, and
 //     delayed[session] holds their deadline (the expire entry's Time plus
 //     the record's DelayMs). Only an entryDeleteDelayed whose Time reached
 //     the deadline removes them. So a session in delayed is dead, owns
@@ -229,10 +232,18 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 		sm.sessions.Remove(e.SessionID)
 		delete(sm.order, e.SessionID)
 		if e.Type == entryExpireSessionDelayed && rec.DelayMs > 0 && len(rec.Paths) > 0 {
-			// Lock-delay: the ephemerals under rec.Paths stay until an
-			// entryDeleteDelayed at or after the deadline.
+			// Lock-delay: the ephemerals under rec.Paths that hold a
+			// lock stay until an entryDeleteDelayed at or after the
+			// deadline; waiters go now (lockDelayKeeps).
+			var under []string
+			for _, p := range sm.tree.Ephemerals(e.SessionID, "") {
+				if underAny(p, rec.Paths) {
+					under = append(under, p)
+				}
+			}
+			keep := lockDelayKeeps(sm.tree, under)
 			var kept int
-			events, kept = sm.tree.DeleteEphemeralsKeeping(ctx, e.SessionID, rec.Paths)
+			events, kept = sm.tree.DeleteEphemeralsKeeping(ctx, e.SessionID, func(p string) bool { return keep[p] })
 			if kept > 0 {
 				sm.delayed[e.SessionID] = e.Time + min(rec.DelayMs, maxLockDelayMs)
 				sm.log.Info().Str("session", sessionHex(e.SessionID)).Int("kept", kept).
@@ -296,6 +307,16 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 		err = fmt.Errorf("unknown entry type %d", e.Type)
 	}
 	return
+}
+
+// underAny reports whether path is under one of prefixes (znode.Under).
+func underAny(path string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if znode.Under(path, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // errNotDue is the result of an entryDeleteDelayed whose Time is before the

@@ -20,3 +20,19 @@ func (t *Tree) EachEphemeral(f func(path string, st jute.Stat) bool) {
 		}
 	}
 }
+
+// EachChild calls f with the name of every child of the node at path, in
+// no particular order, without the sorting and copying of GetChildren; it
+// reports whether the node exists. A replicated decision may use it only
+// if its outcome does not depend on the order (the lock-delay's "does any
+// sibling precede this node"). f must not modify the tree.
+func (t *Tree) EachChild(path string, f func(name string)) bool {
+	n := t.lookup(path)
+	if n == nil {
+		return false
+	}
+	for c := range n.children {
+		f(c)
+	}
+	return true
+}

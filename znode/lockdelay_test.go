@@ -47,7 +47,17 @@ func TestDeleteEphemeralsKeeping(t *testing.T) {
 	for _, p := range []string{"/locks/l1", "/locksmith/x", "/app/locks/l2", "/app/member"} {
 		eph(p)
 	}
-	ev, kept := tree.DeleteEphemeralsKeeping(TxnContext{Zxid: 200, Time: c.time}, sess, []string{"/locks", "/app/locks"})
+	// keep sees the tree before anything goes: /app/member is still there
+	// when it is asked about /locksmith/x, which sorts after it.
+	var asked []string
+	keep := func(p string) bool {
+		asked = append(asked, p)
+		_, member := tree.Exists("/app/member")
+		require.True(t, member, "keep(%s) called after a removal", p)
+		return Under(p, "/locks") || Under(p, "/app/locks")
+	}
+	ev, kept := tree.DeleteEphemeralsKeeping(TxnContext{Zxid: 200, Time: c.time}, sess, keep)
+	require.Equal(t, []string{"/app/locks/l2", "/app/member", "/locks/l1", "/locksmith/x"}, asked)
 	require.Equal(t, 2, kept)
 	require.Equal(t, []Event{
 		{Type: jute.EventNodeDeleted, Path: "/app/member"}, {Type: jute.EventNodeChildrenChanged, Path: "/app"},
@@ -61,4 +71,28 @@ func TestDeleteEphemeralsKeeping(t *testing.T) {
 	ev = tree.DeleteEphemerals(TxnContext{Zxid: 201, Time: c.time}, sess)
 	require.Len(t, ev, 4)
 	require.Empty(t, tree.EphemeralOwners())
+}
+
+// TestEachChild: every child name once, whatever the order; a missing node
+// reports false.
+func TestEachChild(t *testing.T) {
+	tree := mustNewTree(t)
+	c := newClient(t, tree)
+	for _, p := range []string{"/d", "/d/a", "/d/b", "/d/b/x", "/e"} {
+		c.mustCreate(p)
+	}
+	for _, tt := range []struct {
+		path string
+		ok   bool
+		want []string
+	}{
+		{"/d", true, []string{"a", "b"}},
+		{"/e", true, nil},
+		{"/nosuch", false, nil},
+	} {
+		var got []string
+		ok := tree.EachChild(tt.path, func(name string) { got = append(got, name) })
+		require.Equal(t, tt.ok, ok, tt.path)
+		require.ElementsMatch(t, tt.want, got, tt.path)
+	}
 }

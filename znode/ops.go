@@ -255,15 +255,21 @@ func (t *Tree) DeleteEphemerals(ctx TxnContext, session int64) []Event {
 
 // DeleteEphemeralsKeeping is DeleteEphemerals for an expiry with
 // lock-delay: it removes, in path order, every ephemeral owned by session
-// except those under one of keep (see Under), and returns the events and
-// how many it kept. The kept nodes stay as they are, owner included, until
-// DeleteEphemerals removes them.
-func (t *Tree) DeleteEphemeralsKeeping(ctx TxnContext, session int64, keep []string) (ev []Event, kept int) {
-	for _, p := range t.Ephemerals(session, "") {
-		if underAny(p, keep) {
+// for which keep returns false, and returns the events and how many it
+// kept. keep is called for every ephemeral of the session before anything
+// is removed, so it sees the tree as it was. The kept nodes stay as they
+// are, owner included, until DeleteEphemerals removes them.
+func (t *Tree) DeleteEphemeralsKeeping(ctx TxnContext, session int64, keep func(path string) bool) (ev []Event, kept int) {
+	paths := t.Ephemerals(session, "")
+	remove := paths[:0:0]
+	for _, p := range paths {
+		if keep(p) {
 			kept++
-			continue
+		} else {
+			remove = append(remove, p)
 		}
+	}
+	for _, p := range remove {
 		ev = t.removeNode(&ctx, t.nodes[p], t.lookup(parentOf(p, lastSlash(p))), ev)
 	}
 	if checkEveryWrite {
@@ -279,15 +285,6 @@ func Under(path, prefix string) bool {
 		return strings.HasPrefix(path, rootPath)
 	}
 	return prefix != "" && strings.HasPrefix(path, prefix) && (len(path) == len(prefix) || path[len(prefix)] == '/')
-}
-
-func underAny(path string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if Under(path, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // SetConfig replaces the data of /zookeeper/config with the ensemble's

@@ -133,6 +133,9 @@ func waitLockNodes(t *testing.T, conn *zk.Conn, lockPath string, n int) []string
 //     expiry plus the delay, and gets it soon after;
 //   - a holder that closes its session cleanly releases at once (under
 //     /app/locks): no delay;
+//   - a paused WAITER's lock node goes at its expiry (only a holder's is
+//     kept), while the holder's stays, and the contender behind it then
+//     gets the lock as soon as the holder releases;
 //   - when the leader that expired the holder is stopped during the delay,
 //     the next leader removes the lock node when due: the contender still
 //     waits for the delay, and gets the lock.
@@ -250,6 +253,72 @@ func TestLockDelayPausedHolder(t *testing.T) {
 			case <-holder.closed:
 			case <-time.After(10 * time.Second):
 				t.Fatalf("holder did not report its close")
+			}
+		})
+
+		// A waiter is not a holder: its node goes at its expiry, as in
+		// ZooKeeper, so the queue behind it moves at once and no client
+		// can adopt a dead waiter's node later.
+		t.Run("paused_waiter_released_at_expiry", func(t *testing.T) {
+			const lockPath = "/locks/waiter"
+			holder := startLockHolder(t, "holder", hosts, lockPath, "/members/w-holder", otherTimeout)
+			holderSession := holder.sessionID(t)
+			holder.waitAcquired(t, 20*time.Second)
+			const waiterMember = "/members/w-waiter"
+			waiter := startLockHolder(t, "waiter", hosts, lockPath, waiterMember, holderTimeout)
+			waiter.sessionID(t)
+			nodes := waitLockNodes(t, obs, lockPath, 2)
+			heldNode, waitNode := lockPath+"/"+nodes[0], lockPath+"/"+nodes[1]
+			next := startLockHolder(t, "next", hosts, lockPath, "/members/w-next", otherTimeout)
+			waitLockNodes(t, obs, lockPath, 3)
+			ok, _, memberGone, err := obs.ExistsW(waiterMember)
+			if err != nil || !ok {
+				t.Fatalf("watch %s: exists %v, %v", waiterMember, ok, err)
+			}
+			ok, _, nodeGone, err := obs.ExistsW(waitNode)
+			if err != nil || !ok {
+				t.Fatalf("watch %s: exists %v, %v", waitNode, ok, err)
+			}
+
+			if err := waiter.proc.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			stopped := time.Now()
+			defer func() { _ = waiter.proc.Signal(syscall.SIGCONT) }()
+			select {
+			case <-memberGone:
+			case <-time.After(holderTimeout + 10*time.Second):
+				t.Fatalf("%s still there %v after the waiter was frozen", waiterMember, time.Since(stopped))
+			}
+			expired := time.Now()
+			t.Logf("waiter's session expired %v after SIGSTOP", expired.Sub(stopped))
+			// The same expiry entry removes both: the lock node's event
+			// comes right after the member's (not a delay later).
+			select {
+			case ev := <-nodeGone:
+				if ev.Type != zk.EventNodeDeleted {
+					t.Fatalf("event on %s: %+v", waitNode, ev)
+				}
+			case <-time.After(eventSlack):
+				t.Fatalf("the paused waiter's lock node %s still there %v after its expiry: kept like a holder's", waitNode, eventSlack)
+			}
+			// The holder's node stays, its owner the live holder.
+			ok, st, err := obs.Exists(heldNode)
+			if err != nil || !ok || st.EphemeralOwner != holderSession {
+				t.Fatalf("holder's node %s: exists %v, owner %#x, %v; want it held by %#x", heldNode, ok, st.EphemeralOwner, err, holderSession)
+			}
+			waitLockNodes(t, obs, lockPath, 2)
+
+			// The contender behind the waiter now waits on the holder only:
+			// a clean release hands it the lock at once.
+			releasing := time.Now()
+			if err := holder.proc.Signal(syscall.SIGUSR1); err != nil {
+				t.Fatal(err)
+			}
+			after := next.waitAcquired(t, 20*time.Second).Sub(releasing)
+			t.Logf("next contender took the lock %v after the holder released", after)
+			if after >= delay/2 {
+				t.Fatalf("next contender took the lock %v after the holder released; want no delay (%v)", after, delay)
 			}
 		})
 

@@ -12,5 +12,10 @@
 // default $TMPDIR/zkraft-ui-screenshots). A missing chromium fails the test
 // with the install hint; nothing is skipped.
 //
+// TestLockDelayShown runs zkraft with lock-delay on and lets a lock
+// holder's session expire (a raw session that never pings): the page must
+// show its kept node as expired, with the time it goes, and the live waiter
+// behind it as waiting.
+//
 // Run with `go test ./compat-tests/ui/ -count=1 -v`.
 package ui

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/zktest"
+	"github.com/zkraft/zkraft/jute"
 )
 
 // sessionHex prints a session id as ZooKeeper and the page do.
@@ -197,4 +199,61 @@ func waitLocks(t *testing.T, p *page, what string, want lockState) {
 		return g.Path == want.Path && slices.Equal(g.Holders, want.Holders) && slices.Equal(g.Waiters, want.Waiters) &&
 			slices.Equal(g.Tokens, want.Tokens)
 	})
+}
+
+// TestLockDelayShown: with lock-delay on, a holder whose session expired
+// stays listed, but the page shows it as expired with the time its node
+// goes, not as a live holder; the live waiter behind it is shown as
+// waiting.
+func TestLockDelayShown(t *testing.T) {
+	b := startBrowser(t)
+	adminPort, err := freeport.Port()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := zktest.Start(t, zktest.Zkraft, zktest.Options{TickMs: 200, Extra: map[string]string{
+		"admin.enableServer": "true", "admin.serverAddress": "127.0.0.1", "admin.serverPort": strconv.Itoa(adminPort),
+		"zkraft.lockDelayMs": "60000", "zkraft.lockDelayPaths": "/locks",
+	}})
+	c, _ := srv.Connect(t)
+	acl := zk.WorldACL(zk.PermAll)
+	if _, err := c.Create("/locks", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	// The holder: a raw session of 400 ms that never pings.
+	rc, resp := zktest.DialRaw(t, srv.Addr, 0, nil, 400, false)
+	defer rc.Close()
+	var cr jute.CreateResponse
+	if hdr, err := rc.Call(jute.OpCreate, &jute.CreateRequest{Path: "/locks/lock-", ACL: []jute.ACL{{Perms: jute.PermAll,
+		ID: jute.Id{Scheme: "world", ID: "anyone"}}}, Flags: jute.FlagEphemeralSequential}, &cr); err != nil || hdr.Err != 0 {
+		t.Fatalf("holder's create: %v, %d", err, hdr.Err)
+	}
+	if _, err := c.Create("/locks/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, acl); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := b.open(fmt.Sprintf("http://127.0.0.1:%d/ui/", adminPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rowsJS = `[...document.querySelectorAll('.lock tr[data-session]')].map(r =>
+		[r.className, r.dataset.session, r.querySelector('td:last-child').dataset.state, r.querySelector('td:last-child').textContent])`
+	holder, waiter := sessionHex(resp.SessionID), sessionHex(c.SessionID())
+	var rows [][]string
+	p.waitFor(t, 20*time.Second, "the expired holder shown as expired", rowsJS, func(v json.RawMessage) bool {
+		rows = nil
+		if json.Unmarshal(v, &rows) != nil || len(rows) != 2 {
+			return false
+		}
+		h, w := rows[0], rows[1]
+		return h[0] == "holder expired" && h[1] == holder && h[2] == "expired" &&
+			strings.HasPrefix(h[3], "expired; lock-delay until ") &&
+			w[0] == "waiter" && w[1] == waiter && w[2] == "live" && strings.HasPrefix(w[3], "waiting ")
+	})
+	t.Logf("rows: %q", rows)
+	shot := filepath.Join(screenshotDir(t), "locks-lockdelay-"+time.Now().Format("20060102-150405")+".png")
+	if err := p.screenshot(shot); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot, an expired holder kept by lock-delay: %s", shot)
 }

@@ -72,8 +72,10 @@ type Config struct {
 	// silence from the leader.
 	ElectionTickMs int
 	// Lock-delay (zkraft.lockDelayMs, zkraft.lockDelayPaths): when the leader
-	// expires a session, its ephemerals under one of LockDelayPaths are
-	// removed LockDelayMs later instead of at once. Off unless both are set
+	// expires a session, its ephemerals under one of LockDelayPaths that
+	// hold a lock (or are not named like lock contenders; waiting
+	// contenders go at once) are removed LockDelayMs later instead of at
+	// once. Off unless both are set
 	// (LockDelay reports it). A clean close is never delayed.
 	LockDelayMs    int64
 	LockDelayPaths []string

@@ -44,14 +44,18 @@ function renderSelf(s) {
 
 function contenderRow(kind, c, i) {
   const since = kind === "holder" ? c.held_for_ms : c.waiting_for_ms;
-  return el("tr", { class: kind, "data-session": c.session_id, "data-node": c.node },
+  // A node a lock-delay keeps after its session expired: not a live holder.
+  const state = c.expired
+    ? "expired; lock-delay until " + new Date(c.lock_delay_until).toISOString()
+    : (kind === "holder" ? "held " : "waiting ") + duration(since);
+  return el("tr", { class: kind + (c.expired ? " expired" : ""), "data-session": c.session_id, "data-node": c.node },
     el("td", {}, kind === "holder" ? "holder" : "waiter " + (i + 1)),
     el("td", { class: "mono" }, c.node),
     el("td", {}, c.mode),
     el("td", { class: "mono" }, c.session_id),
     el("td", { class: "mono" }, c.client_address || "–"),
     el("td", { class: "mono" }, c.token),
-    el("td", {}, (kind === "holder" ? "held " : "waiting ") + duration(since)));
+    el("td", { "data-state": c.expired ? "expired" : "live" }, state));
 }
 
 function renderLocks(l) {
@@ -67,7 +71,8 @@ function renderLocks(l) {
     const rows = [...d.holders.map((c, i) => contenderRow("holder", c, i)), ...d.waiters.map((c, i) => contenderRow("waiter", c, i))];
     return el("div", { class: "lock", "data-path": d.path },
       el("h3", {}, el("a", { onclick: () => browse(d.path) }, d.path), " ",
-        el("span", { class: "note" }, d.holders.length + " holding, " + d.waiters.length + " waiting")),
+        el("span", { class: "note" }, d.holders.length + " holding, " + d.waiters.length + " waiting" +
+          (d.incomplete ? " (incomplete: the truncated scan may have missed contenders; holders may be wrong)" : ""))),
       el("table", {}, el("thead", {}, head), el("tbody", {}, ...rows)));
   }));
 }
