@@ -1,0 +1,379 @@
+package zkimport
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/zktest"
+)
+
+// node is one node as a client reads it.
+type node struct {
+	Data []byte
+	ACL  []zk.ACL
+	Stat zk.Stat
+}
+
+// dump reads the whole tree through go-zookeeper.
+func dump(t *testing.T, c *zk.Conn) map[string]node {
+	t.Helper()
+	must(t, c.AddAuth("digest", []byte("user:pw")), "addAuth")
+	out := map[string]node{}
+	var walk func(p string)
+	walk = func(p string) {
+		data, st, err := c.Get(p)
+		if err != nil {
+			t.Fatalf("get %s: %v", p, err)
+		}
+		acl, _, err := c.GetACL(p)
+		if err != nil {
+			t.Fatalf("getACL %s: %v", p, err)
+		}
+		if len(data) == 0 {
+			data = nil // go-zookeeper gives nil or empty alike
+		}
+		out[p] = node{Data: data, ACL: acl, Stat: *st}
+		kids, _, err := c.Children(p)
+		if err != nil {
+			t.Fatalf("children %s: %v", p, err)
+		}
+		sort.Strings(kids)
+		for _, k := range kids {
+			walk(strings.TrimSuffix(p, "/") + "/" + k)
+		}
+	}
+	walk("/")
+	return out
+}
+
+// compare reports every difference between want (ZooKeeper) and got (zkraft).
+func compare(t *testing.T, want, got map[string]node) {
+	t.Helper()
+	for p, w := range want {
+		g, ok := got[p]
+		if !ok {
+			t.Errorf("%s: missing after import", p)
+			continue
+		}
+		if !reflect.DeepEqual(w, g) {
+			t.Errorf("%s differs:\n ZooKeeper %+v\n zkraft    %+v", p, w, g)
+		}
+	}
+	for p := range got {
+		if _, ok := want[p]; !ok {
+			t.Errorf("%s: only after import", p)
+		}
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", from, to).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a %s %s: %v: %s", from, to, err, out)
+	}
+}
+
+func must(t *testing.T, err error, what string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// drive writes a varied workload: creates of every kind, setData, deletes,
+// multis (one failing), setACL, and an ephemeral of a session that stays
+// open. It returns the number of writes.
+func drive(t *testing.T, c *zk.Conn, rounds int) int {
+	t.Helper()
+	open := zk.WorldACL(zk.PermAll)
+	digest := zk.DigestACL(zk.PermAll, "user", "pw")
+	n := 0
+	create := func(p string, data []byte, flags int32, acl []zk.ACL) string {
+		got, err := c.Create(p, data, flags, acl)
+		must(t, err, "create "+p)
+		n++
+		return got
+	}
+	create("/app", []byte("root of app"), 0, open)
+	create("/app/seq", nil, 0, open)
+	create("/eph", nil, 0, open)
+	_, err := c.CreateContainer("/app/box", []byte("container"), zk.FlagContainer, open)
+	must(t, err, "container")
+	n++
+	_, err = c.CreateTTL("/app/ttl", []byte("ttl"), zk.FlagTTL, open, time.Hour)
+	must(t, err, "ttl")
+	n++
+	for i := range rounds {
+		p := fmt.Sprintf("/app/n%03d", i)
+		create(p, []byte(fmt.Sprint("v", i)), 0, open)
+		create("/app/seq/s-", []byte{byte(i)}, zk.FlagSequence, open)
+		create(fmt.Sprintf("/app/box/c%03d", i), nil, 0, open)
+		_, err := c.Set(p, []byte(fmt.Sprint("w", i)), 0)
+		must(t, err, "set")
+		n++
+		if i%3 == 0 {
+			must(t, c.Delete(p, -1), "delete")
+			n++
+		}
+		if i%5 == 0 {
+			_, err := c.SetACL(fmt.Sprintf("/app/box/c%03d", i), digest, -1)
+			must(t, err, "setACL")
+			n++
+		}
+		if i%7 == 0 {
+			_, err := c.Multi(
+				&zk.CreateRequest{Path: fmt.Sprintf("/app/m%03d", i), Data: []byte("multi"), Acl: open},
+				&zk.SetDataRequest{Path: "/app", Data: []byte(fmt.Sprint("multi ", i)), Version: -1},
+				&zk.DeleteRequest{Path: fmt.Sprintf("/app/box/c%03d", i), Version: -1},
+			)
+			must(t, err, "multi")
+			n++
+			// A failing multi: logged as an error txn, changes nothing.
+			if _, err := c.Multi(
+				&zk.CreateRequest{Path: fmt.Sprintf("/app/x%03d", i), Data: nil, Acl: open},
+				&zk.DeleteRequest{Path: "/app/none", Version: -1},
+			); err == nil {
+				t.Fatal("failing multi succeeded")
+			}
+			n++
+		}
+	}
+	create("/eph/e", []byte("owned"), zk.FlagEphemeral, open)
+	create("/eph/q-", nil, zk.FlagEphemeral|zk.FlagSequence, open)
+	return n
+}
+
+// lastRecord returns the offset and length of the last whole record of a
+// txn log file.
+func lastRecord(t *testing.T, b []byte) (off, n int) {
+	t.Helper()
+	for at := 16; at+12 <= len(b); {
+		l := int(int32(binary.BigEndian.Uint32(b[at+8:])))
+		if l <= 0 {
+			break
+		}
+		off, n = at, l
+		at += 12 + l + 1
+	}
+	if n == 0 {
+		t.Fatal("no record in the last log")
+	}
+	return off, n
+}
+
+// newest returns the newest file named prefix.* in dir.
+func newest(t *testing.T, dir, prefix string) string {
+	t.Helper()
+	fs, err := listFiles(dir, prefix)
+	if err != nil || len(fs) == 0 {
+		t.Fatalf("no %s.* in %s: %v", prefix, dir, err)
+	}
+	return fs[len(fs)-1].path
+}
+
+// referenceDump starts ZooKeeper on a copy of dir and dumps its tree.
+func referenceDump(t *testing.T, dataDir string) map[string]node {
+	t.Helper()
+	zkDir := t.TempDir()
+	copyDir(t, dataDir, filepath.Join(zkDir, "data"))
+	ref, err := zktest.Launch(zktest.Apache, zkDir, zktest.Options{})
+	must(t, err, "restart ZooKeeper on its data")
+	defer ref.Close()
+	c, _ := ref.Connect(t)
+	defer c.Close()
+	return dump(t, c)
+}
+
+// importAndServe imports dataDir and dumps the tree zkraft serves from it;
+// it also checks that a new write gets a zxid above every imported one.
+func importAndServe(t *testing.T, dataDir string) (map[string]node, *Result) {
+	t.Helper()
+	from := t.TempDir()
+	copyDir(t, dataDir, filepath.Join(from, "zk"))
+	zr := t.TempDir()
+	res, err := Import(Options{From: filepath.Join(from, "zk"), DataDir: filepath.Join(zr, "data")})
+	must(t, err, "import")
+	t.Logf("import: snapshot %s, %d txns after it in %d logs, torn %v, last zxid %#x, %d nodes, %d dropped, raft index %d",
+		filepath.Base(res.Snapshot), res.Txns, len(res.Logs), res.Torn, res.LastZxid, res.Nodes, res.Dropped, res.RaftIndex)
+	srv, err := zktest.Launch(zktest.Zkraft, zr, zktest.Options{})
+	must(t, err, "start zkraft on the import")
+	defer srv.Close()
+	c, _ := srv.Connect(t)
+	defer c.Close()
+	got := dump(t, c)
+	_, err = c.Create("/after-import", nil, 0, zk.WorldACL(zk.PermAll))
+	must(t, err, "write after import")
+	_, st, err := c.Exists("/after-import")
+	must(t, err, "exists after import")
+	if st.Czxid <= res.LastZxid || uint64(st.Czxid) <= res.RaftIndex {
+		t.Errorf("write after import got zxid %#x, not above ZooKeeper's last %#x", st.Czxid, res.LastZxid)
+	}
+	return got, res
+}
+
+// dropEphemerals removes from a ZooKeeper dump the ephemerals under /eph,
+// which the import drops, and /eph's stat (its pzxid moves to the drop).
+func dropEphemerals(t *testing.T, want, got map[string]node, res *Result) {
+	t.Helper()
+	for p, n := range want {
+		if strings.HasPrefix(p, "/eph/") {
+			if n.Stat.EphemeralOwner == 0 {
+				t.Fatalf("%s is not ephemeral", p)
+			}
+			delete(want, p)
+		}
+	}
+	w, g := want["/eph"], got["/eph"]
+	if g.Stat.NumChildren != 0 || g.Stat.Pzxid != int64(res.RaftIndex) || g.Stat.Cversion != w.Stat.Cversion+2 {
+		t.Errorf("/eph after dropping its 2 ephemerals: %+v (ZooKeeper: %+v)", g.Stat, w.Stat)
+	}
+	delete(want, "/eph")
+	delete(got, "/eph")
+	if res.Dropped != 2 {
+		t.Errorf("dropped %d ephemerals, want 2", res.Dropped)
+	}
+}
+
+// zkData runs ZooKeeper 3.8 with snapCount, drives the workload, stops it
+// and returns its data directory.
+func zkData(t *testing.T, snapCount string) string {
+	t.Helper()
+	zks := zktest.Start(t, zktest.Apache, zktest.Options{Extra: map[string]string{"snapCount": snapCount}})
+	c, _ := zks.Connect(t)
+	writes := drive(t, c, 60)
+	zks.Stop() // the session stays open: its ephemerals are in the files
+	c.Close()
+	t.Logf("%d writes with snapCount=%s", writes, snapCount)
+	return zks.DataDir
+}
+
+// TestImportAllInLog imports a directory whose only snapshot is the empty
+// one ZooKeeper writes at its first start: every write is in the log.
+func TestImportAllInLog(t *testing.T) {
+	data := zkData(t, "100000")
+	want := referenceDump(t, data)
+	got, res := importAndServe(t, data)
+	if res.Txns < 250 || filepath.Base(res.Snapshot) != "snapshot.0" {
+		t.Errorf("replayed %d txns after %s, want every write after snapshot.0", res.Txns, res.Snapshot)
+	}
+	dropEphemerals(t, want, got, res)
+	compare(t, want, got)
+}
+
+// TestImportZooKeeper38 imports a directory with many (fuzzy) snapshots
+// and the txns after the last, then the same with a torn last txn, then
+// spoiled copies.
+func TestImportZooKeeper38(t *testing.T) {
+	zkData := zkData(t, "100")
+
+	t.Run("whole", func(t *testing.T) {
+		want := referenceDump(t, zkData)
+		got, res := importAndServe(t, zkData)
+		if res.Txns == 0 || filepath.Base(res.Snapshot) == "snapshot.0" {
+			t.Errorf("replayed %d txns after %s, want a later snapshot and txns after it", res.Txns, res.Snapshot)
+		}
+		dropEphemerals(t, want, got, res)
+		compare(t, want, got)
+	})
+
+	t.Run("torn", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "zk")
+		copyDir(t, zkData, dir)
+		last := newest(t, filepath.Join(dir, "version-2"), "log")
+		b, err := os.ReadFile(last)
+		must(t, err, "read log")
+		off, n := lastRecord(t, b)
+		must(t, os.Truncate(last, int64(off+12+n/2)), "truncate")
+		want := referenceDump(t, dir)
+		got, res := importAndServe(t, dir)
+		if len(res.Torn) != 1 {
+			t.Errorf("torn logs %v, want the last", res.Torn)
+		}
+		// The torn txn is the last ephemeral create: ZooKeeper drops it too.
+		for p := range want {
+			if strings.HasPrefix(p, "/eph/") {
+				delete(want, p)
+			}
+		}
+		delete(want, "/eph")
+		delete(got, "/eph")
+		compare(t, want, got)
+	})
+
+	t.Run("corrupt", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, wantErr string
+			spoil         func(t *testing.T, v2 string)
+		}{
+			{"snapshot byte flipped", "checksum mismatch", func(t *testing.T, v2 string) {
+				for _, f := range mustList(t, v2, "snapshot") {
+					flip(t, f.path, -40)
+				}
+			}},
+			{"log byte flipped", "checksum mismatch", func(t *testing.T, v2 string) {
+				last := newest(t, v2, "log")
+				b, _ := os.ReadFile(last)
+				off, _ := lastRecord(t, b)
+				flip(t, last, off+12+30)
+			}},
+			{"not a snapshot", "not a ZooKeeper snapshot", func(t *testing.T, v2 string) {
+				for _, f := range mustList(t, v2, "snapshot") {
+					must(t, os.WriteFile(f.path, []byte("0123456789abcdef\x00\x00\x00\x01/"), 0o644), "write")
+				}
+			}},
+			{"no snapshot", "no complete snapshot", func(t *testing.T, v2 string) {
+				for _, f := range mustList(t, v2, "snapshot") {
+					must(t, os.Remove(f.path), "remove")
+				}
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				dir := filepath.Join(t.TempDir(), "zk")
+				copyDir(t, zkData, dir)
+				tc.spoil(t, filepath.Join(dir, "version-2"))
+				target := t.TempDir()
+				must(t, os.WriteFile(filepath.Join(target, "myid"), []byte("1\n"), 0o644), "myid")
+				_, err := Import(Options{From: dir, DataDir: target})
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("import error %v, want one saying %q", err, tc.wantErr)
+				}
+				t.Logf("error: %v", err)
+				ents, _ := os.ReadDir(target)
+				if len(ents) != 1 || ents[0].Name() != "myid" {
+					t.Errorf("target holds %v after a failed import", ents)
+				}
+			})
+		}
+	})
+}
+
+func mustList(t *testing.T, dir, prefix string) []zfile {
+	t.Helper()
+	fs, err := listFiles(dir, prefix)
+	if err != nil || len(fs) == 0 {
+		t.Fatalf("no %s.* in %s: %v", prefix, dir, err)
+	}
+	return fs
+}
+
+// flip inverts one byte of a file (at a negative offset: from the end).
+func flip(t *testing.T, path string, at int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	must(t, err, "read")
+	if at < 0 {
+		at += len(b)
+	}
+	b[at] ^= 0xff
+	must(t, os.WriteFile(path, b, 0o644), "write")
+}
