@@ -3,12 +3,14 @@ package zkimport
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -90,66 +92,92 @@ func must(t *testing.T, err error, what string) {
 	}
 }
 
-// drive writes a varied workload: creates of every kind, setData, deletes,
-// multis (one failing), setACL, and an ephemeral of a session that stays
-// open. It returns the number of writes.
-func drive(t *testing.T, c *zk.Conn, rounds int) int {
-	t.Helper()
+// drive writes a varied workload under prefix: creates of every kind,
+// setData, deletes, multis (one failing), setACL. It returns the number of
+// writes.
+func drive(t *testing.T, c *zk.Conn, prefix string, rounds int) int {
 	open := zk.WorldACL(zk.PermAll)
 	digest := zk.DigestACL(zk.PermAll, "user", "pw")
 	n := 0
-	create := func(p string, data []byte, flags int32, acl []zk.ACL) string {
-		got, err := c.Create(p, data, flags, acl)
-		must(t, err, "create "+p)
-		n++
-		return got
+	fatal := func(what string, err error) {
+		if err != nil {
+			t.Errorf("%s: %v", what, err)
+			panic(err)
+		}
 	}
-	create("/app", []byte("root of app"), 0, open)
-	create("/app/seq", nil, 0, open)
-	create("/eph", nil, 0, open)
-	_, err := c.CreateContainer("/app/box", []byte("container"), zk.FlagContainer, open)
-	must(t, err, "container")
+	create := func(p string, data []byte, flags int32, acl []zk.ACL) {
+		_, err := c.Create(p, data, flags, acl)
+		fatal("create "+p, err)
+		n++
+	}
+	create(prefix, []byte("root of "+prefix), 0, open)
+	create(prefix+"/seq", nil, 0, open)
+	_, err := c.CreateContainer(prefix+"/box", []byte("container"), zk.FlagContainer, open)
+	fatal("container", err)
 	n++
-	_, err = c.CreateTTL("/app/ttl", []byte("ttl"), zk.FlagTTL, open, time.Hour)
-	must(t, err, "ttl")
+	_, err = c.CreateTTL(prefix+"/ttl", []byte("ttl"), zk.FlagTTL, open, time.Hour)
+	fatal("ttl", err)
 	n++
 	for i := range rounds {
-		p := fmt.Sprintf("/app/n%03d", i)
+		p := fmt.Sprintf("%s/n%03d", prefix, i)
 		create(p, []byte(fmt.Sprint("v", i)), 0, open)
-		create("/app/seq/s-", []byte{byte(i)}, zk.FlagSequence, open)
-		create(fmt.Sprintf("/app/box/c%03d", i), nil, 0, open)
+		create(prefix+"/seq/s-", []byte{byte(i)}, zk.FlagSequence, open)
+		create(fmt.Sprintf("%s/box/c%03d", prefix, i), nil, 0, open)
 		_, err := c.Set(p, []byte(fmt.Sprint("w", i)), 0)
-		must(t, err, "set")
+		fatal("set", err)
 		n++
 		if i%3 == 0 {
-			must(t, c.Delete(p, -1), "delete")
+			fatal("delete", c.Delete(p, -1))
 			n++
 		}
 		if i%5 == 0 {
-			_, err := c.SetACL(fmt.Sprintf("/app/box/c%03d", i), digest, -1)
-			must(t, err, "setACL")
+			_, err := c.SetACL(fmt.Sprintf("%s/box/c%03d", prefix, i), digest, -1)
+			fatal("setACL", err)
 			n++
 		}
 		if i%7 == 0 {
 			_, err := c.Multi(
-				&zk.CreateRequest{Path: fmt.Sprintf("/app/m%03d", i), Data: []byte("multi"), Acl: open},
-				&zk.SetDataRequest{Path: "/app", Data: []byte(fmt.Sprint("multi ", i)), Version: -1},
-				&zk.DeleteRequest{Path: fmt.Sprintf("/app/box/c%03d", i), Version: -1},
+				&zk.CreateRequest{Path: fmt.Sprintf("%s/m%03d", prefix, i), Data: []byte("multi"), Acl: open},
+				&zk.SetDataRequest{Path: prefix, Data: []byte(fmt.Sprint("multi ", i)), Version: -1},
+				&zk.DeleteRequest{Path: fmt.Sprintf("%s/box/c%03d", prefix, i), Version: -1},
 			)
-			must(t, err, "multi")
+			fatal("multi", err)
 			n++
 			// A failing multi: logged as an error txn, changes nothing.
 			if _, err := c.Multi(
-				&zk.CreateRequest{Path: fmt.Sprintf("/app/x%03d", i), Data: nil, Acl: open},
-				&zk.DeleteRequest{Path: "/app/none", Version: -1},
+				&zk.CreateRequest{Path: fmt.Sprintf("%s/x%03d", prefix, i), Data: nil, Acl: open},
+				&zk.DeleteRequest{Path: prefix + "/none", Version: -1},
 			); err == nil {
-				t.Fatal("failing multi succeeded")
+				fatal("failing multi", fmt.Errorf("succeeded"))
 			}
 			n++
 		}
 	}
-	create("/eph/e", []byte("owned"), zk.FlagEphemeral, open)
-	create("/eph/q-", nil, zk.FlagEphemeral|zk.FlagSequence, open)
+	return n
+}
+
+// driveConcurrently runs drive from writers goroutines at once (so that
+// ZooKeeper's snapshots are fuzzy: taken while later txns apply).
+func driveConcurrently(t *testing.T, c *zk.Conn, phase string, writers, rounds int) int {
+	t.Helper()
+	var wg sync.WaitGroup
+	counts := make([]int, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { _ = recover() }() // drive reported it with t.Errorf
+			counts[w] = drive(t, c, fmt.Sprintf("/%s-%d", phase, w), rounds)
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	n := 0
+	for _, k := range counts {
+		n += k
+	}
 	return n
 }
 
@@ -181,8 +209,13 @@ func newest(t *testing.T, dir, prefix string) string {
 	return fs[len(fs)-1].path
 }
 
-// referenceDump starts ZooKeeper on a copy of dir and dumps its tree.
-func referenceDump(t *testing.T, dataDir string) map[string]node {
+// seqProbe is where the dumps make one sequential node after reading the
+// tree, to check that the sequence counter carried over.
+const seqProbe = "/p1-0/seq/after-"
+
+// referenceDump starts ZooKeeper on a copy of dir and dumps its tree, then
+// creates a sequential node and returns its name.
+func referenceDump(t *testing.T, dataDir string) (map[string]node, string) {
 	t.Helper()
 	zkDir := t.TempDir()
 	copyDir(t, dataDir, filepath.Join(zkDir, "data"))
@@ -191,12 +224,15 @@ func referenceDump(t *testing.T, dataDir string) map[string]node {
 	defer ref.Close()
 	c, _ := ref.Connect(t)
 	defer c.Close()
-	return dump(t, c)
+	d := dump(t, c)
+	name, err := c.Create(seqProbe, nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	must(t, err, "sequential create on ZooKeeper")
+	return d, name
 }
 
 // importAndServe imports dataDir and dumps the tree zkraft serves from it;
 // it also checks that a new write gets a zxid above every imported one.
-func importAndServe(t *testing.T, dataDir string) (map[string]node, *Result) {
+func importAndServe(t *testing.T, dataDir string) (map[string]node, *Result, string) {
 	t.Helper()
 	from := t.TempDir()
 	copyDir(t, dataDir, filepath.Join(from, "zk"))
@@ -218,7 +254,9 @@ func importAndServe(t *testing.T, dataDir string) (map[string]node, *Result) {
 	if st.Czxid <= res.LastZxid || uint64(st.Czxid) <= res.RaftIndex {
 		t.Errorf("write after import got zxid %#x, not above ZooKeeper's last %#x", st.Czxid, res.LastZxid)
 	}
-	return got, res
+	name, err := c.Create(seqProbe, nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	must(t, err, "sequential create after import")
+	return got, res, name
 }
 
 // dropEphemerals removes from a ZooKeeper dump the ephemerals under /eph,
@@ -244,46 +282,135 @@ func dropEphemerals(t *testing.T, want, got map[string]node, res *Result) {
 	}
 }
 
-// zkData runs ZooKeeper 3.8 with snapCount, drives the workload, stops it
-// and returns its data directory.
-func zkData(t *testing.T, snapCount string) string {
+// zkData runs ZooKeeper 3.8 with snapCount=100 and concurrent writers
+// (many fuzzy snapshots), restarts it with the default snapCount and writes
+// more (many txns after the last snapshot), leaves two ephemerals of a
+// session that stays open, stops it and returns its data directory.
+func zkData(t *testing.T) string {
 	t.Helper()
-	zks := zktest.Start(t, zktest.Apache, zktest.Options{Extra: map[string]string{"snapCount": snapCount}})
+	zks := zktest.Start(t, zktest.Apache, zktest.Options{Extra: map[string]string{"snapCount": "100"}})
 	c, _ := zks.Connect(t)
-	writes := drive(t, c, 60)
+	open := zk.WorldACL(zk.PermAll)
+	_, err := c.Create("/eph", nil, 0, open)
+	must(t, err, "create /eph")
+	writes := driveConcurrently(t, c, "p1", 4, 30)
+	cfg := filepath.Join(zks.Dir, "zoo.cfg")
+	b, err := os.ReadFile(cfg)
+	must(t, err, "read zoo.cfg")
+	must(t, os.WriteFile(cfg, []byte(strings.Replace(string(b), "snapCount=100\n", "snapCount=100000\n", 1)), 0o644), "write zoo.cfg")
+	zks.Restart(t) // the session survives the restart
+	writes += driveConcurrently(t, c, "p2", 2, 40)
+	for _, p := range []string{"/eph/e", "/eph/q-"} {
+		flags := int32(zk.FlagEphemeral)
+		if strings.HasSuffix(p, "-") {
+			flags |= zk.FlagSequence
+		}
+		_, err := c.Create(p, []byte("owned"), flags, open)
+		must(t, err, "create "+p)
+	}
 	zks.Stop() // the session stays open: its ephemerals are in the files
 	c.Close()
-	t.Logf("%d writes with snapCount=%s", writes, snapCount)
+	t.Logf("%d writes", writes+3)
 	return zks.DataDir
-}
-
-// TestImportAllInLog imports a directory whose only snapshot is the empty
-// one ZooKeeper writes at its first start: every write is in the log.
-func TestImportAllInLog(t *testing.T) {
-	data := zkData(t, "100000")
-	want := referenceDump(t, data)
-	got, res := importAndServe(t, data)
-	if res.Txns < 250 || filepath.Base(res.Snapshot) != "snapshot.0" {
-		t.Errorf("replayed %d txns after %s, want every write after snapshot.0", res.Txns, res.Snapshot)
-	}
-	dropEphemerals(t, want, got, res)
-	compare(t, want, got)
 }
 
 // TestImportZooKeeper38 imports a directory with many (fuzzy) snapshots
 // and the txns after the last, then the same with a torn last txn, then
 // spoiled copies.
 func TestImportZooKeeper38(t *testing.T) {
-	zkData := zkData(t, "100")
+	zkData := zkData(t)
+	want, wantSeq := referenceDump(t, zkData)
 
 	t.Run("whole", func(t *testing.T) {
-		want := referenceDump(t, zkData)
-		got, res := importAndServe(t, zkData)
-		if res.Txns == 0 || filepath.Base(res.Snapshot) == "snapshot.0" {
-			t.Errorf("replayed %d txns after %s, want a later snapshot and txns after it", res.Txns, res.Snapshot)
+		want := maps.Clone(want)
+		got, res, gotSeq := importAndServe(t, zkData)
+		if res.Txns < 100 || filepath.Base(res.Snapshot) == "snapshot.0" {
+			t.Errorf("replayed %d txns after %s, want a later snapshot and many txns after it", res.Txns, res.Snapshot)
 		}
 		dropEphemerals(t, want, got, res)
 		compare(t, want, got)
+		if gotSeq != wantSeq {
+			t.Errorf("a sequential create after import made %s, ZooKeeper makes %s", gotSeq, wantSeq)
+		}
+	})
+
+	t.Run("fuzzy", func(t *testing.T) {
+		// Without the snapshots ZooKeeper took at its restart, the newest
+		// is one of phase 1's, taken while the writers went on (fuzzy):
+		// the replay meets txns already in it.
+		dir := filepath.Join(t.TempDir(), "zk")
+		copyDir(t, zkData, dir)
+		v2 := filepath.Join(dir, "version-2")
+		logs := mustList(t, v2, "log")
+		restart := logs[len(logs)-1].zxid // phase 2 starts a new log
+		for _, f := range mustList(t, v2, "snapshot") {
+			if f.zxid >= restart-1 {
+				must(t, os.Remove(f.path), "remove snapshot")
+			}
+		}
+		want, wantSeq := referenceDump(t, dir)
+		got, res, gotSeq := importAndServe(t, dir)
+		if res.SnapZxid >= restart || res.Txns < 400 || len(res.Logs) < 2 {
+			t.Errorf("replayed %d txns of %d logs after %s, want phase 1's last snapshot and both phases' txns", res.Txns, len(res.Logs), res.Snapshot)
+		}
+		dropEphemerals(t, want, got, res)
+		compare(t, want, got)
+		if gotSeq != wantSeq {
+			t.Errorf("a sequential create after import made %s, ZooKeeper makes %s", gotSeq, wantSeq)
+		}
+	})
+
+	t.Run("ensemble", func(t *testing.T) {
+		// Seed member 1 with the import (members 1,2,3); 2 and 3 start
+		// empty with --join and catch up by snapshot.
+		want := maps.Clone(want)
+		c := zktest.StartCluster(t, 3, zktest.ClusterOptions{})
+		for _, m := range c.Members {
+			m.Stop()
+			ents, err := os.ReadDir(m.DataDir)
+			must(t, err, "read data dir")
+			for _, e := range ents {
+				if e.Name() != "myid" {
+					must(t, os.RemoveAll(filepath.Join(m.DataDir, e.Name())), "clear data dir")
+				}
+			}
+		}
+		from := filepath.Join(t.TempDir(), "zk")
+		copyDir(t, zkData, from)
+		res, err := Import(Options{From: from, DataDir: c.Members[0].DataDir, Voters: []uint64{1, 2, 3}})
+		must(t, err, "import")
+		for _, m := range c.Members[1:] {
+			m.SetJoin(true)
+		}
+		for _, m := range c.Members {
+			m.StartNoWait(t)
+		}
+		c.WaitSettled(t)
+		var dumps []map[string]node
+		for _, m := range c.Members {
+			conn, _ := m.Connect(t)
+			_, err := conn.Sync("/")
+			must(t, err, "sync")
+			d := dump(t, conn)
+			delete(d, "/zookeeper/config") // the ensemble's own membership
+			dumps = append(dumps, d)
+			conn.Close()
+		}
+		delete(want, "/zookeeper/config")
+		dropEphemerals(t, want, dumps[0], res)
+		for i, d := range dumps {
+			delete(d, "/eph")
+			t.Logf("member %d: %d nodes", i+1, len(d))
+			compare(t, want, d)
+		}
+		conn, _ := c.Connect(t, 10*time.Second)
+		_, err = conn.Create("/after-import", nil, 0, zk.WorldACL(zk.PermAll))
+		must(t, err, "write after import")
+		_, st, err := conn.Exists("/after-import")
+		must(t, err, "exists")
+		if st.Czxid <= res.LastZxid {
+			t.Errorf("write after import got zxid %#x, not above ZooKeeper's last %#x", st.Czxid, res.LastZxid)
+		}
 	})
 
 	t.Run("torn", func(t *testing.T) {
@@ -294,10 +421,13 @@ func TestImportZooKeeper38(t *testing.T) {
 		must(t, err, "read log")
 		off, n := lastRecord(t, b)
 		must(t, os.Truncate(last, int64(off+12+n/2)), "truncate")
-		want := referenceDump(t, dir)
-		got, res := importAndServe(t, dir)
+		want, _ := referenceDump(t, dir)
+		got, res, _ := importAndServe(t, dir)
 		if len(res.Torn) != 1 {
 			t.Errorf("torn logs %v, want the last", res.Torn)
+		}
+		if want["/eph"].Stat.NumChildren != 1 {
+			t.Errorf("ZooKeeper kept %d ephemerals of 2 after the torn txn, want 1", want["/eph"].Stat.NumChildren)
 		}
 		// The torn txn is the last ephemeral create: ZooKeeper drops it too.
 		for p := range want {
