@@ -293,6 +293,16 @@ func zkData(t *testing.T) string {
 	open := zk.WorldACL(zk.PermAll)
 	_, err := c.Create("/eph", nil, 0, open)
 	must(t, err, "create /eph")
+	// A quota on /p1-1, as zkCli's setquota writes it: ZooKeeper and zkraft
+	// recompute the stats node when they load the tree.
+	for _, q := range []struct{ path, data string }{
+		{"/zookeeper/quota/p1-1", ""},
+		{"/zookeeper/quota/p1-1/zookeeper_limits", "count=1000,bytes=-1"},
+		{"/zookeeper/quota/p1-1/zookeeper_stats", "count=0,bytes=0"},
+	} {
+		_, err := c.Create(q.path, []byte(q.data), 0, open)
+		must(t, err, "create "+q.path)
+	}
 	writes := driveConcurrently(t, c, "p1", 4, 30)
 	cfg := filepath.Join(zks.Dir, "zoo.cfg")
 	b, err := os.ReadFile(cfg)

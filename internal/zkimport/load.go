@@ -151,7 +151,6 @@ func Load(snapDir, logDir string) (*dataTree, *Source, error) {
 	if snap == nil {
 		return nil, nil, fmt.Errorf("no complete snapshot.* file in %s (ZooKeeper writes one when it first starts)", sd)
 	}
-	src.Sessions = len(snap.Sessions)
 	t, err := newDataTree(snap, src.SnapZxid)
 	if err != nil {
 		return nil, nil, fmt.Errorf("snapshot %s: %w: %w", src.Snapshot, zkdisk.ErrCorrupt, err)
@@ -202,5 +201,6 @@ func Load(snapDir, logDir string) (*dataTree, *Source, error) {
 		}
 	}
 	src.LastZxid = t.lastZxid
+	src.Sessions = len(t.sessions)
 	return t, src, nil
 }
