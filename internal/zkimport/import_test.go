@@ -370,6 +370,25 @@ func TestImportZooKeeper38(t *testing.T) {
 		}
 	})
 
+	t.Run("newest snapshot truncated", func(t *testing.T) {
+		// As ZooKeeper does, the import skips a snapshot cut short and
+		// starts from the one before it.
+		dir := filepath.Join(t.TempDir(), "zk")
+		copyDir(t, zkData, dir)
+		snaps := mustList(t, filepath.Join(dir, "version-2"), "snapshot")
+		newest := snaps[len(snaps)-1]
+		st, err := os.Stat(newest.path)
+		must(t, err, "stat")
+		must(t, os.Truncate(newest.path, st.Size()-7), "truncate")
+		want, _ := referenceDump(t, dir)
+		got, res, _ := importAndServe(t, dir)
+		if len(res.Skipped) != 1 || res.SnapZxid != snaps[len(snaps)-2].zxid {
+			t.Errorf("used %s, skipped %v; want the one before %s", res.Snapshot, res.Skipped, newest.path)
+		}
+		dropEphemerals(t, want, got, res)
+		compare(t, want, got)
+	})
+
 	t.Run("ensemble", func(t *testing.T) {
 		// Seed member 1 with the import (members 1,2,3); 2 and 3 start
 		// empty with --join and catch up by snapshot.
@@ -471,7 +490,14 @@ func TestImportZooKeeper38(t *testing.T) {
 					must(t, os.WriteFile(f.path, []byte("0123456789abcdef\x00\x00\x00\x01/"), 0o644), "write")
 				}
 			}},
-			{"no snapshot", "no complete snapshot", func(t *testing.T, v2 string) {
+			{"every snapshot truncated", "cut short", func(t *testing.T, v2 string) {
+				for _, f := range mustList(t, v2, "snapshot") {
+					st, err := os.Stat(f.path)
+					must(t, err, "stat")
+					must(t, os.Truncate(f.path, st.Size()/2), "truncate")
+				}
+			}},
+			{"no snapshot", "no snapshot", func(t *testing.T, v2 string) {
 				for _, f := range mustList(t, v2, "snapshot") {
 					must(t, os.Remove(f.path), "remove")
 				}

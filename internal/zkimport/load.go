@@ -33,7 +33,7 @@ type Source struct {
 	Torn     []string // log files whose last record was cut short
 	LastZxid int64    // the highest zxid the result holds
 	Skipped  []string // incomplete snapshots skipped (newer than the one used)
-	Sessions int      // sessions of the old server (their ephemerals are dropped)
+	Sessions int      // sessions the old server still had (their ephemerals are dropped)
 }
 
 // fileZxid parses "<prefix>.<hex zxid>[.suffix]" as ZooKeeper's Util.getZxidFromName.
@@ -149,7 +149,11 @@ func Load(snapDir, logDir string) (*dataTree, *Source, error) {
 		src.Snapshot, src.SnapZxid = f.path, f.zxid
 	}
 	if snap == nil {
-		return nil, nil, fmt.Errorf("no complete snapshot.* file in %s (ZooKeeper writes one when it first starts)", sd)
+		if len(src.Skipped) > 0 {
+			return nil, nil, fmt.Errorf("%w: no complete snapshot.* file in %s: %s cut short (no final checksum)",
+				zkdisk.ErrCorrupt, sd, strings.Join(src.Skipped, ", "))
+		}
+		return nil, nil, fmt.Errorf("no snapshot.* file in %s (ZooKeeper writes one when it first starts)", sd)
 	}
 	t, err := newDataTree(snap, src.SnapZxid)
 	if err != nil {
