@@ -102,7 +102,7 @@ func kindOf(owner int64) nodeKind {
 	case owner == containerOwner:
 		return kindContainer
 	case owner&extendedMask == extendedMask:
-		if owner&reservedMask&^extendedMask != 0 {
+		if owner&reservedMask != 0 {
 			return kindUnknown
 		}
 		return kindTTL
