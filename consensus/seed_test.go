@@ -1,6 +1,8 @@
 package consensus
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -40,6 +42,7 @@ func TestSeed(t *testing.T) {
 		{"existing storage", dir, 1, 9, []uint64{1}, "already holds"},
 		{"no voters", t.TempDir(), 1, 9, nil, "must be positive"},
 		{"index 0", t.TempDir(), 1, 0, []uint64{1}, "must be positive"},
+		{"no directory", filepath.Join(t.TempDir(), "none"), 1, 9, []uint64{1}, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Seed(tc.dir, tc.term, tc.index, tc.voters, nil)
@@ -47,5 +50,21 @@ func TestSeed(t *testing.T) {
 				t.Fatalf("err %v, want %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestStartRefusesUnfinishedSeed: a directory an interrupted Seed left
+// behind is refused, not taken for empty storage.
+func TestStartRefusesUnfinishedSeed(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, seedMarker), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(Config{ID: 1, Peers: []Peer{{ID: 1}}, DataDir: dir}, nil)
+	if err == nil || !strings.Contains(err.Error(), "did not finish") {
+		t.Fatalf("Start: %v, want a refusal", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, dbFileName)); err == nil {
+		t.Error("Start created raft storage in the refused directory")
 	}
 }

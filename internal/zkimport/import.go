@@ -135,6 +135,7 @@ func checkTarget(dir string, myid uint64) (uint64, error) {
 func cleanup(dir string) {
 	_ = os.Remove(filepath.Join(dir, "raft.db"))
 	_ = os.RemoveAll(filepath.Join(dir, "snap"))
+	_ = os.Remove(filepath.Join(dir, "SEEDING"))
 }
 
 // export lists the tree's nodes for znode.Build, parents first, without the
