@@ -131,6 +131,9 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 	n.q.wake = make(chan struct{}, 1)
 	n.reads.init()
 	n.snaps.init()
+	if err := checkNotSeeding(cfg.DataDir); err != nil {
+		return nil, fmt.Errorf("consensus: %w", err)
+	}
 	if n.store, err = openDiskStore(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}

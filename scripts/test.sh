@@ -30,14 +30,14 @@ echo "== unit tests with znode.Check after every write (-tags invariants)"
 go test -tags invariants -count=1 -timeout 10m ./znode ./server
 
 if [ "${1:-}" != quick ]; then
-  # Each target runs FUZZTIME (default 10s; 6 targets, about 2 minutes with
+  # Each target runs FUZZTIME (default 10s; 9 targets, about 2.5 minutes with
   # the builds). ./server's targets play request sequences against an
   # in-process server and entries against state machines, built with
   # -tags invariants so znode.Check runs after every applied write. For a
   # long run see server/FUZZING.md.
   echo "== fuzzing (bounded)"
   FUZZTIME=${FUZZTIME:-10s}
-  for pkg in ./jute ./session ./znode ./consensus ./server; do
+  for pkg in ./jute ./session ./znode ./consensus ./server ./internal/zkimport/zkdisk; do
     tags=()
     if [ "$pkg" = ./server ]; then tags=(-tags invariants); fi
     for target in $(go test ${tags[@]+"${tags[@]}"} -list '^Fuzz' "$pkg" | grep '^Fuzz' || true); do

@@ -7,6 +7,7 @@
 //	zkraft elect PATH -- CMD [ARGS...]  # run CMD while leader of a Curator LeaderLatch
 //	zkraft snapshot save|restore|inspect  # backups (snapshot.go)
 //	zkraft version
+//	zkraft import --from ZK_DATADIR --data-dir NEW  # a ZooKeeper 3.5–3.8 data directory into a zkraft one
 package main
 
 import (
@@ -15,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/zkraft/zkraft/internal/lockcmd"
+	"github.com/zkraft/zkraft/internal/zkimport"
 	"github.com/zkraft/zkraft/server"
 )
 
@@ -34,6 +37,8 @@ func main() {
 			os.Exit(lockcmd.Lock(os.Args[2:], os.Stderr))
 		case "elect":
 			os.Exit(lockcmd.Elect(os.Args[2:], os.Stdout, os.Stderr))
+		case "import":
+			os.Exit(importCmd(os.Args[2:]))
 		case "snapshot":
 			os.Exit(snapshotMain(os.Args[2:], os.Stdout, os.Stderr))
 		case "version":
@@ -51,6 +56,7 @@ var usage = "usage: zkraft serve [--config zoo.cfg] [--client-port N] [--data-di
 	"       zkraft lock [--server HOSTS] [--layout curator|kazoo] [--session-timeout DUR] [--wait DUR] [--kill-after DUR] PATH -- CMD [ARGS...]\n" +
 	"       zkraft elect [--server HOSTS] [--id ID] PATH -- CMD [ARGS...] | zkraft elect --watch PATH\n" +
 	"       " + strings.TrimPrefix(snapshotUsage, "usage: ") + "\n" +
+	"       zkraft import --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir NEW [--myid N] [--members 1,2,3]\n" +
 	"       zkraft version\n" +
 	"Each command takes --help.\n"
 
@@ -141,4 +147,47 @@ func newLogger(format, level string) zerolog.Logger {
 		log = zerolog.New(os.Stderr)
 	}
 	return log.Level(lvl).With().Timestamp().Logger()
+}
+
+// importCmd runs zkraft import; see README ("Importing a ZooKeeper data directory").
+func importCmd(args []string) int {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	from := fs.String("from", "", "ZooKeeper's dataDir (holding version-2)")
+	fromLog := fs.String("from-log", "", "ZooKeeper's dataLogDir, if not dataDir")
+	dataDir := fs.String("data-dir", "", "the new zkraft data directory (empty, or holding only myid)")
+	myid := fs.Uint64("myid", 0, "this member's id (default: NEW/myid, else 1)")
+	members := fs.String("members", "", "comma-separated ids of the ensemble's members (default: this member alone)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *from == "" || *dataDir == "" || fs.NArg() > 0 {
+		fmt.Fprintln(os.Stderr, "usage: zkraft import --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir NEW [--myid N] [--members 1,2,3]")
+		return 2
+	}
+	var voters []uint64
+	if *members != "" {
+		for _, f := range strings.Split(*members, ",") {
+			id, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+			if err != nil || id == 0 {
+				fmt.Fprintf(os.Stderr, "zkraft import: bad member id %q in --members\n", f)
+				return 2
+			}
+			voters = append(voters, id)
+		}
+	}
+	res, err := zkimport.Import(zkimport.Options{From: *from, FromLog: *fromLog, DataDir: *dataDir, MyID: *myid, Voters: voters})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "zkraft import: %v\n", err)
+		return 1
+	}
+	fmt.Printf("imported %s and %d transactions from %d log files (last zxid %#x): %d nodes, %d ephemerals of %d old sessions dropped\n",
+		res.Snapshot, res.Txns, len(res.Logs), res.LastZxid, res.Nodes, res.Dropped, res.Sessions)
+	for _, f := range res.Torn {
+		fmt.Printf("%s ended with a partial transaction, skipped as ZooKeeper skips it\n", f)
+	}
+	for _, f := range res.Skipped {
+		fmt.Printf("%s is incomplete, skipped as ZooKeeper skips it\n", f)
+	}
+	fmt.Printf("wrote %s: member %d of %v, raft log starts after index %d (%#x)\n", *dataDir, res.MyID, res.Voters, res.RaftIndex, res.RaftIndex)
+	return 0
 }

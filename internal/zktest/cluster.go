@@ -632,3 +632,18 @@ func (c *Cluster) Connect(t testing.TB, sessionTimeout time.Duration, opts ...Co
 	t.Helper()
 	return ConnectHosts(t, c.Addrs(), sessionTimeout, opts...)
 }
+
+// SetJoin makes the member's later starts use (or not) zkraft's --join: it
+// then starts with whatever its data directory holds and, if that is
+// nothing, waits to receive the ensemble's state from the leader.
+func (m *Member) SetJoin(join bool) {
+	m.Join = join
+	if m.Target != Zkraft {
+		return
+	}
+	args := []string{"serve", "--config", m.cfgPath}
+	if join {
+		args = append(args, "--join")
+	}
+	m.args = args
+}
