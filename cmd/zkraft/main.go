@@ -151,13 +151,18 @@ func newLogger(format, level string) zerolog.Logger {
 
 // importCmd runs zkraft import; see README ("Importing a ZooKeeper data directory").
 func importCmd(args []string) int {
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	fs := newFlagSet("import", "usage: zkraft import --from ZK_DATADIR [--from-log ZK_DATALOGDIR] --data-dir NEW [--myid N] [--members 1,2,3]\n\n"+
+		"Makes a zkraft data directory from a ZooKeeper 3.5-3.8 dataDir (its newest valid snapshot and the transactions after it).\n", os.Stdout)
 	from := fs.String("from", "", "ZooKeeper's dataDir (holding version-2)")
 	fromLog := fs.String("from-log", "", "ZooKeeper's dataLogDir, if not dataDir")
 	dataDir := fs.String("data-dir", "", "the new zkraft data directory (empty, or holding only myid)")
 	myid := fs.Uint64("myid", 0, "this member's id (default: NEW/myid, else 1)")
 	members := fs.String("members", "", "comma-separated ids of the ensemble's members (default: this member alone)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "zkraft import: %v\n", err)
 		return 2
 	}
 	if *from == "" || *dataDir == "" || fs.NArg() > 0 {
