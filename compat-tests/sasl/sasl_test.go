@@ -1,0 +1,85 @@
+package sasl_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/zkraft/zkraft/internal/zktest"
+)
+
+// suiteTimeout bounds one run of a suite (javac included).
+const suiteTimeout = 120 * time.Second
+
+// python is Debian's interpreter; the zkCli suite needs only its standard library.
+const python = "/usr/bin/python3"
+
+const serverJAAS = `Server {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    user_alice="alice-secret"
+    user_bob="bob-secret"
+    user_admin="admin-secret";
+};
+`
+
+// clientJAAS has one section per client identity the suites use; Client is
+// the default section of ZooKeeper's client.
+const clientJAAS = `Client {
+    org.apache.zookeeper.server.auth.DigestLoginModule required username="alice" password="alice-secret";
+};
+BobClient {
+    org.apache.zookeeper.server.auth.DigestLoginModule required username="bob" password="bob-secret";
+};
+AdminClient {
+    org.apache.zookeeper.server.auth.DigestLoginModule required username="admin" password="admin-secret";
+};
+WrongPassword {
+    org.apache.zookeeper.server.auth.DigestLoginModule required username="alice" password="not-alice-secret";
+};
+UnknownUser {
+    org.apache.zookeeper.server.auth.DigestLoginModule required username="mallory" password="x";
+};
+`
+
+// TestSASLSuites runs the Java client and zkCli suites against every
+// target, open and with sessionRequireClientSASLAuth=true.
+func TestSASLSuites(t *testing.T) {
+	javaSuite, err := filepath.Abs("run.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliSuite, err := filepath.Abs("zkcli_suite.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	serverFile, clientFile := filepath.Join(dir, "server.jaas"), filepath.Join(dir, "client.jaas")
+	for p, text := range map[string]string{serverFile: serverJAAS, clientFile: clientJAAS} {
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := []string{"ZKSASL_CLIENT_JAAS=" + clientFile, "PYTHONDONTWRITEBYTECODE=1"}
+	for _, target := range zktest.Targets() {
+		for _, mode := range []string{"open", "enforced"} {
+			t.Run(string(target)+"/"+mode, func(t *testing.T) {
+				extra := map[string]string{
+					"authProvider.sasl":               "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+					"java.security.auth.login.config": serverFile,
+					"superUser":                       "admin",
+				}
+				if mode == "enforced" {
+					extra["sessionRequireClientSASLAuth"] = "true"
+				}
+				srv := zktest.Start(t, target, zktest.Options{Extra: extra})
+				t.Run("java", func(t *testing.T) {
+					zktest.RunSuite(t, suiteTimeout, env, javaSuite, srv.Addr, mode)
+				})
+				t.Run("zkcli", func(t *testing.T) {
+					zktest.RunSuite(t, suiteTimeout, env, python, "-u", cliSuite, srv.Addr, mode)
+				})
+			})
+		}
+	}
+}
