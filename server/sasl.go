@@ -63,6 +63,12 @@ func (c *conn) handleSASL(xid int32, body []byte) bool {
 		c.log.Warn().Err(err).Msg("malformed sasl request, closing connection")
 		return false
 	}
+	if req.Token == nil {
+		// A null token (length -1): ZooKeeper's processSasl fails on it
+		// before anything else and the connection closes, SASL or not.
+		c.log.Warn().Msg("sasl request with a null token, closing connection")
+		return false
+	}
 	login := c.srv.sasl
 	if login == nil {
 		// No SASL login: ZooKeeper answers Ok with a null token, zxid 0.

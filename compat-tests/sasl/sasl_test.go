@@ -53,26 +53,12 @@ func TestSASLSuites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	serverFile, clientFile := filepath.Join(dir, "server.jaas"), filepath.Join(dir, "client.jaas")
-	for p, text := range map[string]string{serverFile: serverJAAS, clientFile: clientJAAS} {
-		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	serverFile, clientFile := writeJAAS(t)
 	env := []string{"ZKSASL_CLIENT_JAAS=" + clientFile, "PYTHONDONTWRITEBYTECODE=1"}
 	for _, target := range zktest.Targets() {
 		for _, mode := range []string{"open", "enforced"} {
 			t.Run(string(target)+"/"+mode, func(t *testing.T) {
-				extra := map[string]string{
-					"authProvider.sasl":               "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
-					"java.security.auth.login.config": serverFile,
-					"superUser":                       "admin",
-				}
-				if mode == "enforced" {
-					extra["sessionRequireClientSASLAuth"] = "true"
-				}
-				srv := zktest.Start(t, target, zktest.Options{Extra: extra})
+				srv := startServer(t, target, serverFile, mode == "enforced")
 				t.Run("java", func(t *testing.T) {
 					zktest.RunSuite(t, suiteTimeout, env, javaSuite, srv.Addr, mode)
 				})
@@ -82,4 +68,35 @@ func TestSASLSuites(t *testing.T) {
 			})
 		}
 	}
+}
+
+// writeJAAS writes the server and client JAAS files into a temporary
+// directory and returns their paths.
+func writeJAAS(t *testing.T) (serverFile, clientFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	serverFile, clientFile = filepath.Join(dir, "server.jaas"), filepath.Join(dir, "client.jaas")
+	for p, text := range map[string]string{serverFile: serverJAAS, clientFile: clientJAAS} {
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return serverFile, clientFile
+}
+
+// startServer starts target with the same zoo.cfg lines for both: the sasl
+// provider, the JAAS file (zkraft reads the zoo.cfg key, ZooKeeper the
+// -Djava.security.auth.login.config flag zktest adds for it), admin as
+// super user, and with enforced sessionRequireClientSASLAuth=true.
+func startServer(t *testing.T, target zktest.Target, serverFile string, enforced bool) *zktest.Server {
+	t.Helper()
+	extra := map[string]string{
+		"authProvider.sasl":               "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
+		"java.security.auth.login.config": serverFile,
+		"superUser":                       "admin",
+	}
+	if enforced {
+		extra["sessionRequireClientSASLAuth"] = "true"
+	}
+	return zktest.Start(t, target, zktest.Options{Extra: extra})
 }

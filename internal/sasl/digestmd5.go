@@ -23,13 +23,14 @@ const (
 // ErrAuthFailed is wrapped by every error of a failed exchange.
 var ErrAuthFailed = errors.New("DIGEST-MD5 authentication failed")
 
-// DigestMD5Server is the server side of one DIGEST-MD5 exchange:
-// an empty first token is answered with a challenge, the client's digest
-// response with rspauth, which completes it.
+// DigestMD5Server is the server side of one DIGEST-MD5 exchange: the
+// first token (empty from ZooKeeper's client; anything else is ignored, as
+// ZooKeeper 3.8 on Java 17 does) is answered with a challenge, the client's
+// digest response with rspauth, which completes it.
 type DigestMD5Server struct {
 	lookup func(user string) (password string, ok bool)
 	random io.Reader
-	step   int // 0: expects the empty token; 1: expects the digest response; 2: done or failed
+	step   int // 0: expects the first token; 1: expects the digest response; 2: done or failed
 	nonce  string
 	user   string
 	done   bool
@@ -53,16 +54,15 @@ func (s *DigestMD5Server) Step(token []byte) ([]byte, error) {
 	switch s.step {
 	case 0:
 		s.step = 2
-		if len(token) != 0 {
-			return nil, fmt.Errorf("%w: DIGEST-MD5 has no initial response", ErrAuthFailed)
-		}
-		var b [24]byte
+		var b [30]byte
 		if _, err := io.ReadFull(s.random, b[:]); err != nil {
 			return nil, fmt.Errorf("%w: nonce: %v", ErrAuthFailed, err)
 		}
 		s.nonce = base64.StdEncoding.EncodeToString(b[:])
 		s.step = 1
-		return []byte(`realm="` + Realm + `",nonce="` + s.nonce + `",qop="auth",charset=utf-8,algorithm=md5-sess`), nil
+		// As Java's DigestMD5Server words it; without qop, which then
+		// defaults to auth (RFC 2831 2.1.1).
+		return []byte(`realm="` + Realm + `",nonce="` + s.nonce + `",charset=utf-8,algorithm=md5-sess`), nil
 	case 1:
 		s.step = 2
 		user, rspauth, err := s.verify(token)
