@@ -52,7 +52,7 @@ func (s *Server) setupSASL() error {
 
 // handleSASL answers one SASL token (opcode 102) as ZooKeeperServer.processSasl
 // does. On success the connection gets the id sasl:<user> (and super when
-// the user is zookeeper.superUser); writes carry it in their entries like
+// the user is a zookeeper.superUser); writes carry it in their entries like
 // every auth id. A failed exchange is answered AuthFailed, or
 // SessionClosedRequireAuth when SASL is enforced, and closes the
 // connection, unless allowSaslFailedClients (and no enforcement) keeps it.
@@ -105,7 +105,7 @@ func (c *conn) handleSASL(xid int32, body []byte) bool {
 	if c.saslServer.Complete() && err == nil {
 		user := c.saslServer.User()
 		added := []jute.Id{{Scheme: "sasl", ID: user}}
-		if su := c.srv.cfg.SASL.SuperUser; su != "" && su == user {
+		if slices.Contains(c.srv.cfg.SASL.SuperUsers, user) {
 			added = append(added, jute.Id{Scheme: "super", ID: ""})
 		}
 		c.addAuthIDs(added)

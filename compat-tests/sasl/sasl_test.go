@@ -42,29 +42,36 @@ UnknownUser {
 };
 `
 
-// TestSASLSuites runs the Java client and zkCli suites against every
+// TestSASLJavaClient runs the Java client suite (run.sh) against every
 // target, open and with sessionRequireClientSASLAuth=true.
-func TestSASLSuites(t *testing.T) {
-	javaSuite, err := filepath.Abs("run.sh")
+func TestSASLJavaClient(t *testing.T) {
+	script, err := filepath.Abs("run.sh")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cliSuite, err := filepath.Abs("zkcli_suite.py")
+	runSuites(t, func(mode string) []string { return []string{script} })
+}
+
+// TestSASLZkCli runs the zkCli.sh suite (zkcli_suite.py) against every
+// target, open and with sessionRequireClientSASLAuth=true.
+func TestSASLZkCli(t *testing.T) {
+	script, err := filepath.Abs("zkcli_suite.py")
 	if err != nil {
 		t.Fatal(err)
 	}
+	runSuites(t, func(mode string) []string { return []string{python, "-u", script} })
+}
+
+// runSuites starts each target in each mode and runs the suite command
+// (followed by the server address and the mode) against it.
+func runSuites(t *testing.T, argv func(mode string) []string) {
 	serverFile, clientFile := writeJAAS(t)
 	env := []string{"ZKSASL_CLIENT_JAAS=" + clientFile, "PYTHONDONTWRITEBYTECODE=1"}
 	for _, target := range zktest.Targets() {
 		for _, mode := range []string{"open", "enforced"} {
 			t.Run(string(target)+"/"+mode, func(t *testing.T) {
 				srv := startServer(t, target, serverFile, mode == "enforced")
-				t.Run("java", func(t *testing.T) {
-					zktest.RunSuite(t, suiteTimeout, env, javaSuite, srv.Addr, mode)
-				})
-				t.Run("zkcli", func(t *testing.T) {
-					zktest.RunSuite(t, suiteTimeout, env, python, "-u", cliSuite, srv.Addr, mode)
-				})
+				zktest.RunSuite(t, suiteTimeout, env, append(argv(mode), srv.Addr, mode)...)
 			})
 		}
 	}

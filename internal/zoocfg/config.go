@@ -1,8 +1,8 @@
 // Package zoocfg reads a ZooKeeper zoo.cfg into the typed settings of a
 // zkraft member: ZooKeeper's own keys (and the "zookeeper." system property
-// spelling of many), the server.N membership lines, the TLS and SASL keys,
-// and zkraft's few additions (zkraft.join, zkraft.electionTickMs,
-// zkraft.lockDelayMs, zkraft.lockDelayPaths and zkraft.sasl.jaasConfig).
+// spelling of many), the server.N membership lines, the TLS keys, and
+// zkraft's few additions (zkraft.join, zkraft.electionTickMs,
+// zkraft.lockDelayMs and zkraft.lockDelayPaths).
 //
 // Invariants:
 //   - Load starts from Default and applies the file's lines in order; a later

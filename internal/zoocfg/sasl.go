@@ -1,5 +1,9 @@
 package zoocfg
 
+// The SASL keys: ZooKeeper's authProvider.sasl and SASL system properties,
+// the JAAS file (java.security.auth.login.config, or zkraft's own
+// zkraft.sasl.jaasConfig) and authentication enforcement.
+
 import (
 	"fmt"
 	"strconv"
@@ -24,8 +28,9 @@ type SASLSettings struct {
 	// requests are answered as by a ZooKeeper without one.
 	JAASConfig    string
 	ServerSection string // zookeeper.sasl.serverconfig (default "Server")
-	// SuperUser is zookeeper.superUser: a SASL user that also gets the super id.
-	SuperUser string
+	// SuperUsers are zookeeper.superUser and zookeeper.superUser.<suffix>:
+	// SASL users that also get the super id (ZooKeeper's isSaslSuperUser).
+	SuperUsers []string
 	// SuperPassword is zookeeper.SASLAuthenticationProvider.superPassword:
 	// the password of the user "super", over the JAAS file's.
 	SuperPassword string
@@ -59,7 +64,12 @@ func (c *Config) setSASLKey(key, value string) (ok bool, err error) {
 		s.JAASConfig = value
 		return true, nil
 	}
-	switch strings.TrimPrefix(key, "zookeeper.") {
+	bare := strings.TrimPrefix(key, "zookeeper.")
+	if suffix, ok := strings.CutPrefix(bare, "superUser."); ok && suffix != "" {
+		s.SuperUsers = append(s.SuperUsers, value)
+		return true, nil
+	}
+	switch bare {
 	case "authProvider.sasl":
 		if value != saslProviderClass {
 			return true, fmt.Errorf("zkraft only has %s", saslProviderClass)
@@ -73,7 +83,7 @@ func (c *Config) setSASLKey(key, value string) (ok bool, err error) {
 		s.ServerSection = value
 		return true, nil
 	case "superUser":
-		s.SuperUser = value
+		s.SuperUsers = append(s.SuperUsers, value)
 		return true, nil
 	case "SASLAuthenticationProvider.superPassword":
 		s.SuperPassword = value

@@ -17,9 +17,9 @@ func TestSASLConfigKeys(t *testing.T) {
 	}{
 		{"none", "clientPort=2181\n", SASLSettings{ServerSection: "Server"}, nil},
 		{"zookeeper spellings", provider + "java.security.auth.login.config=/etc/zk/jaas.conf\n" +
-			"zookeeper.sessionRequireClientSASLAuth=true\nzookeeper.superUser=admin\nzookeeper.sasl.serverconfig=ZkServer\n" +
+			"zookeeper.sessionRequireClientSASLAuth=true\nzookeeper.superUser=admin\nsuperUser.2=root\nzookeeper.sasl.serverconfig=ZkServer\n" +
 			"zookeeper.allowSaslFailedClients=true\nzookeeper.SASLAuthenticationProvider.superPassword=pw\n",
-			SASLSettings{AuthProvider: true, JAASConfig: "/etc/zk/jaas.conf", ServerSection: "ZkServer", SuperUser: "admin",
+			SASLSettings{AuthProvider: true, JAASConfig: "/etc/zk/jaas.conf", ServerSection: "ZkServer", SuperUsers: []string{"admin", "root"},
 				SuperPassword: "pw", AllowFailedClients: true, RequireClientAuth: true}, []string{"sasl"}},
 		{"zkraft key, enforce.auth form", provider + "zkraft.sasl.jaasConfig=/j\nenforce.auth.enabled=true\nenforce.auth.schemes= sasl , digest\n",
 			SASLSettings{AuthProvider: true, JAASConfig: "/j", ServerSection: "Server", EnforceAuthEnabled: true,
