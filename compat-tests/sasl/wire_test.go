@@ -100,6 +100,9 @@ func TestSASLWire(t *testing.T) {
 					if err != nil || hdr.Err != 0 {
 						t.Fatalf("create: %+v %v", hdr, err)
 					}
+					if hdr, err := c.Call(jute.OpGetData, &jute.PathWatchRequest{Path: path}, nil); err != nil || hdr.Err != 0 {
+						t.Fatalf("alice getData: %+v %v", hdr, err)
+					}
 					// A further token after completion fails the exchange.
 					hdr, body = saslStep(t, c, []byte{})
 					expectRefusal(t, c, hdr, body, failCode, nullBuffer)
