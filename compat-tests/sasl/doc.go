@@ -14,6 +14,9 @@
 //   - TestSASLWire: the exchange and the enforcement on the wire (reply
 //     codes, zxids, tokens, null bodies, when the connection closes), with
 //     internal/sasl.ClientResponse as the client.
+//   - TestSASLEnsemble (zkraft only): on three members, an identity gained
+//     on one member travels with its writes; alice writes through both
+//     followers, bob is refused through the leader.
 //
 // Run: go test ./compat-tests/sasl/ -count=1 -v (about a minute).
 package sasl
