@@ -186,3 +186,25 @@ func TestSASLWire(t *testing.T) {
 		})
 	}
 }
+
+// TestSASLWithoutLogin: a server without a JAAS file answers a SASL token
+// Ok with a null token, and closes the connection on a null token, as
+// ZooKeeper 3.8 does (it fails on the null before looking for a login).
+func TestSASLWithoutLogin(t *testing.T) {
+	for _, target := range zktest.Targets() {
+		t.Run(string(target), func(t *testing.T) {
+			srv := zktest.Start(t, target, zktest.Options{})
+			c, _ := zktest.DialRaw(t, srv.Addr, 0, nil, 10000, true)
+			hdr, body := saslStep(t, c, []byte("hello"))
+			if hdr.Err != 0 || hdr.Zxid != 0 || !bytes.Equal(body, nullBuffer) {
+				t.Fatalf("reply %+v body %x; want Ok, zxid 0, null token", hdr, body)
+			}
+			if err := c.Send(c.NextXid(), jute.OpSASL, &jute.BufferRecord{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.ExpectClosed(5 * time.Second); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
