@@ -76,8 +76,12 @@ const (
 	ErrNoWatcher               int32 = -121
 	ErrRequestTimeout          int32 = -122
 	ErrReconfigDisabled        int32 = -123
-	ErrQuotaExceeded           int32 = -125
-	ErrThrottledOp             int32 = -127
+	// ErrSessionClosedRequireAuth (SESSIONCLOSEDREQUIRESASLAUTH): the server
+	// requires authentication (sessionRequireClientSASLAuth, enforce.auth.*)
+	// and closes the connection.
+	ErrSessionClosedRequireAuth int32 = -124
+	ErrQuotaExceeded            int32 = -125
+	ErrThrottledOp              int32 = -127
 )
 
 // Watch event types (Watcher.Event.EventType) sent by the server.

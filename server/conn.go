@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/zkraft/zkraft/internal/sasl"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/session"
 )
@@ -62,6 +63,9 @@ type conn struct {
 	connID    uint64                    // unique per connection across members and restarts
 	writeSeq  uint64                    // sequence number of the last proposed write (reader only)
 	authIDs   atomic.Pointer[[]jute.Id] // copy-on-write; ip first, then added ids
+	// saslServer is the connection's DIGEST-MD5 exchange, made at its first
+	// SASL request (reader goroutine only).
+	saslServer *sasl.DigestMD5Server
 
 	items chan *item
 	// readsPending counts queued reads and holdWrites items not yet answered. A write is
@@ -657,10 +661,20 @@ func (c *conn) flushOOB(upTo int64) bool {
 
 // reply encodes a reply frame with the connection's encoder (writer only).
 func (c *conn) reply(xid int32, zxid int64, code int32, body jute.Record) []byte {
+	if code != 0 {
+		body = nil
+	}
+	return c.replyWithBody(xid, zxid, code, body)
+}
+
+// replyWithBody is reply with body written whatever the code, as ZooKeeper
+// does for a failed SASL request (its SetSASLResponse, which the Java
+// client reads in any case).
+func (c *conn) replyWithBody(xid int32, zxid int64, code int32, body jute.Record) []byte {
 	c.enc.Reset()
 	start := c.enc.StartFrame()
 	c.enc.WriteRecord(&jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: code})
-	if code == 0 && body != nil {
+	if body != nil {
 		c.enc.WriteRecord(body)
 	}
 	c.enc.EndFrame(start)

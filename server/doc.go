@@ -26,8 +26,11 @@
 //   - per connection, the reader (conn.serve, after serveTLS's handshake for
 //     TLS) owns the read side of the socket, conn.writeSeq and the
 //     proposals of its requests; it starts the writer (conn.writeLoop) after
-//     the handshake. The writer owns the socket's write side, conn.enc,
-//     conn.bw, replyZxid and writtenZxid, and drains conn.items in order.
+//     the handshake; it also owns the connection's auth ids (digest, x509,
+//     and sasl from its DIGEST-MD5 exchange, conn.saslServer) and checks
+//     enforce.auth before each request. The writer owns the socket's write
+//     side, conn.enc, conn.bw, replyZxid and writtenZxid, and drains
+//     conn.items in order.
 //     Both end on conn.close (closes done and the socket): the reader's
 //     deferred dropConn unregisters the connection and its watches. Stop
 //     closes every registered connection.

@@ -22,8 +22,9 @@ const (
 	// decided, as it was when written, by the applying member's own
 	// configuration. It is never encoded.
 	optLocal
+	optSASL // sasl ACL ids and identities valid (authProvider.sasl)
 
-	knownOpts = optTTL | optX509
+	knownOpts = optTTL | optX509 | optSASL
 )
 
 // writeOpts are the options a member proposes its client writes with.
@@ -35,6 +36,9 @@ func writeOpts(o znode.Options) entryOpts {
 	if o.X509Enabled {
 		f |= optX509
 	}
+	if o.SASLEnabled {
+		f |= optSASL
+	}
 	return f
 }
 
@@ -44,7 +48,8 @@ func (e *entry) treeOptions(local znode.Options) znode.Options {
 	if e.Opts&optLocal != 0 {
 		return local
 	}
-	return znode.Options{ExtendedTypesEnabled: e.Opts&optTTL != 0, X509Enabled: e.Opts&optX509 != 0}
+	return znode.Options{ExtendedTypesEnabled: e.Opts&optTTL != 0, X509Enabled: e.Opts&optX509 != 0,
+		SASLEnabled: e.Opts&optSASL != 0}
 }
 
 // Internal entry types that never come from a client. Client writes use their

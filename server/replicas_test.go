@@ -150,7 +150,8 @@ func TestEntryCarriesWriteOptions(t *testing.T) {
 		return enc.Bytes()
 	}
 	local := znode.Options{ExtendedTypesEnabled: true}
-	for _, o := range []znode.Options{{}, {ExtendedTypesEnabled: true}, {X509Enabled: true}, {ExtendedTypesEnabled: true, X509Enabled: true}} {
+	for _, o := range []znode.Options{{}, {ExtendedTypesEnabled: true}, {X509Enabled: true}, {ExtendedTypesEnabled: true, X509Enabled: true},
+		{SASLEnabled: true}, {ExtendedTypesEnabled: true, X509Enabled: true, SASLEnabled: true}} {
 		var e entry
 		require.NoError(t, e.Decode(jute.NewDecoder(encode(&entry{Type: jute.OpCreate, Opts: writeOpts(o)}), 0)))
 		require.Equal(t, o, e.treeOptions(local))

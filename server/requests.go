@@ -23,6 +23,9 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 		// Guarded: the fields would be formatted on every request otherwise.
 		ev.Str("session", sessionHex(c.sessionID)).Int32("xid", xid).Str("op", opName(op)).Msg("request")
 	}
+	if op != jute.OpAuth && op != jute.OpSASL && !c.authEnforced() {
+		return c.refuseUnauthenticated(xid)
+	}
 	switch op {
 	case jute.OpPing:
 		c.pushPing()
@@ -30,10 +33,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	case jute.OpAuth:
 		return c.handleAuth(xid, body)
 	case jute.OpSASL:
-		// No SASL configured: ZooKeeper answers Ok with a null token, zxid 0.
-		return c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
-			return c.reply(xid, 0, 0, &jute.BufferRecord{}), false
-		}})
+		return c.handleSASL(xid, body)
 	case jute.OpDeleteContainer:
 		// Internal to the container manager; ZooKeeper refuses it from a
 		// client with BadArguments and keeps the connection.
@@ -117,6 +117,15 @@ func (c *conn) handleAuth(xid int32, body []byte) bool {
 		<-c.done
 		return false
 	}
+	c.addAuthIDs(added)
+	return c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+		return c.reply(xid, 0, 0, nil), false
+	}})
+}
+
+// addAuthIDs adds ids the connection does not have yet (copy on write).
+// Reader goroutine only.
+func (c *conn) addAuthIDs(added []jute.Id) {
 	old := *c.authIDs.Load()
 	ids := append([]jute.Id(nil), old...)
 	for _, a := range added {
@@ -129,9 +138,6 @@ func (c *conn) handleAuth(xid int32, body []byte) bool {
 		}
 	}
 	c.authIDs.Store(&ids)
-	return c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
-		return c.reply(xid, 0, 0, nil), false
-	}})
 }
 
 func (c *conn) handleWrite(xid, op int32, body []byte) bool {

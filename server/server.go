@@ -63,6 +63,7 @@ type Server struct {
 	// TLS (tls.go, tls_listen.go): nil when not configured.
 	secureLn  net.Listener
 	clientTLS *tls.Config
+	sasl      *saslLogin // sasl.go: nil without a JAAS file; set by Start
 	quorumTLS *tls.Config
 
 	// Ensemble state.
@@ -110,7 +111,8 @@ func New(cfg Config, log zerolog.Logger) *Server {
 	}
 	s.stats.reset()
 	s.ops = newOperability(s)
-	s.sm = newStateMachine(znode.Options{ExtendedTypesEnabled: cfg.ExtendedTypes, X509Enabled: cfg.X509Enabled()},
+	s.sm = newStateMachine(znode.Options{ExtendedTypesEnabled: cfg.ExtendedTypes, X509Enabled: cfg.X509Enabled(),
+		SASLEnabled: cfg.SASLEnabled()},
 		s.watches, s, log)
 	return s
 }
@@ -119,6 +121,9 @@ func New(cfg Config, log zerolog.Logger) *Server {
 // applied, then listens for clients.
 func (s *Server) Start() (err error) {
 	if err := s.setupTLS(); err != nil {
+		return err
+	}
+	if err := s.setupSASL(); err != nil {
 		return err
 	}
 	for _, dir := range []string{s.cfg.DataDir, s.cfg.LogDir()} {

@@ -19,6 +19,7 @@ const (
 	schemeIP     = "ip"
 	schemeSuper  = "super"
 	schemeX509   = "x509"
+	schemeSASL   = "sasl"
 	idAnyone     = "anyone"
 )
 
@@ -30,7 +31,8 @@ var openEntry = jute.ACL{Perms: jute.PermAll, ID: jute.Id{Scheme: schemeWorld, I
 // scheme "super" allows everything; otherwise some entry must carry a bit of
 // perm and match one of ids: world:anyone matches all, digest and x509 ids
 // match exactly, ip entries match addresses with an optional /bits prefix (IPv4
-// and IPv6).
+// and IPv6), sasl entries match the same name or the sasl id "super"
+// (SASLAuthenticationProvider.matches).
 func CheckACL(acl []jute.ACL, perm int32, ids []jute.Id) bool {
 	if len(acl) == 0 {
 		return true
@@ -60,6 +62,10 @@ func CheckACL(acl []jute.ACL, perm int32, ids []jute.Id) bool {
 				if ipMatches(id.ID, a.ID.ID) {
 					return true
 				}
+			case schemeSASL:
+				if id.ID == a.ID.ID || id.ID == "super" {
+					return true
+				}
 			}
 		}
 	}
@@ -79,7 +85,7 @@ func DigestID(userColonPassword string) string {
 // (PrepRequestProcessor.fixupACL). Duplicates are removed first (before
 // expansion, as ZooKeeper does). It returns false for an invalid list.
 // The result never aliases acl, so the caller's slice may be reused.
-func fixupACL(acl []jute.ACL, auth []jute.Id, open []jute.ACL, x509 bool) ([]jute.ACL, bool) {
+func fixupACL(acl []jute.ACL, auth []jute.Id, open []jute.ACL, opts Options) ([]jute.ACL, bool) {
 	if len(acl) == 0 {
 		return nil, false
 	}
@@ -102,7 +108,9 @@ func fixupACL(acl []jute.ACL, auth []jute.Id, open []jute.ACL, x509 bool) ([]jut
 		case schemeAuth:
 			found := false
 			for _, id := range auth {
-				if id.Scheme == schemeDigest || (x509 && id.Scheme == schemeX509) { // providers that authenticate
+				// Ids of the providers that authenticate (isAuthenticated).
+				if id.Scheme == schemeDigest || (opts.X509Enabled && id.Scheme == schemeX509) ||
+					(opts.SASLEnabled && id.Scheme == schemeSASL) {
 					out = append(out, jute.ACL{Perms: a.Perms, ID: id})
 					found = true
 				}
@@ -120,7 +128,11 @@ func fixupACL(acl []jute.ACL, auth []jute.Id, open []jute.ACL, x509 bool) ([]jut
 				return nil, false
 			}
 		case schemeX509:
-			if !x509 || !validDN(a.ID.ID) {
+			if !opts.X509Enabled || !validDN(a.ID.ID) {
+				return nil, false
+			}
+		case schemeSASL:
+			if !opts.SASLEnabled || !validSASLID(a.ID.ID) {
 				return nil, false
 			}
 		default:
@@ -139,6 +151,21 @@ func validDigestID(id string) bool {
 		parts = parts[:len(parts)-1]
 	}
 	return len(parts) == 2
+}
+
+// validSASLID is SASLAuthenticationProvider.isValid: the id parses as a
+// Kerberos name (KerberosName's constructor): it either matches
+// "service[/host]@realm" with no '/' or '@' inside the parts, or holds no '@'.
+func validSASLID(id string) bool {
+	if !strings.Contains(id, "@") {
+		return true
+	}
+	name, realm, _ := strings.Cut(id, "@")
+	if strings.Contains(realm, "@") || strings.Contains(realm, "/") {
+		return false
+	}
+	service, host, _ := strings.Cut(name, "/")
+	return !strings.Contains(service, "@") && !strings.Contains(host, "/")
 }
 
 // validIPID is IPAuthenticationProvider.isValid as in ZooKeeper 3.8.0: an

@@ -87,11 +87,12 @@ func TestFixupACL(t *testing.T) {
 		{"ip bad bits", []jute.ACL{acl(1, "ip", "10.0.0.1/x")}, nil, nil},
 		{"ip v6 bits too big", []jute.ACL{acl(1, "ip", "::1/129")}, nil, nil},
 		{"unknown scheme", []jute.ACL{acl(1, "sasl", "bob")}, nil, nil},
+		{"made-up scheme", []jute.ACL{acl(1, "kerberos", "bob")}, nil, nil},
 		{"super scheme", []jute.ACL{acl(1, "super", "")}, nil, nil},
 		{"duplicates removed", []jute.ACL{acl(1, "ip", "1.2.3.4"), acl(1, "ip", "1.2.3.4"), acl(2, "ip", "1.2.3.4")}, nil,
 			[]jute.ACL{acl(1, "ip", "1.2.3.4"), acl(2, "ip", "1.2.3.4")}},
 	} {
-		got, ok := fixupACL(tt.acl, tt.auth, tree.open, false)
+		got, ok := fixupACL(tt.acl, tt.auth, tree.open, Options{})
 		if tt.want == nil {
 			require.False(t, ok, tt.name)
 			continue
@@ -149,7 +150,7 @@ func TestFixupACLX509(t *testing.T) {
 		{"auth ignores x509 without the provider", []jute.ACL{acl(3, "auth", "")},
 			[]jute.Id{{Scheme: "x509", ID: "CN=a"}}, nil, false},
 	} {
-		got, ok := fixupACL(tt.acl, tt.auth, tree.open, tt.x509)
+		got, ok := fixupACL(tt.acl, tt.auth, tree.open, Options{X509Enabled: tt.x509})
 		if tt.want == nil {
 			require.False(t, ok, tt.name)
 			continue
@@ -160,4 +161,47 @@ func TestFixupACLX509(t *testing.T) {
 	x := []jute.Id{{Scheme: "x509", ID: "CN=a,O=b"}}
 	require.True(t, CheckACL([]jute.ACL{acl(1, "x509", "CN=a,O=b")}, jute.PermRead, x))
 	require.False(t, CheckACL([]jute.ACL{acl(1, "x509", "CN=a,O=c")}, jute.PermRead, x))
+}
+
+func TestFixupACLSASL(t *testing.T) {
+	bob := jute.Id{Scheme: "digest", ID: DigestID("bob:secret")}
+	alice := jute.Id{Scheme: "sasl", ID: "alice"}
+	tree := mustNewTree(t)
+	for _, tt := range []struct {
+		name string
+		acl  []jute.ACL
+		auth []jute.Id
+		want []jute.ACL // nil: invalid
+		sasl bool       // authProvider.sasl configured
+	}{
+		{"sasl without the provider", []jute.ACL{acl(1, "sasl", "alice")}, nil, nil, false},
+		{"sasl ok", []jute.ACL{acl(31, "sasl", "alice")}, nil, []jute.ACL{acl(31, "sasl", "alice")}, true},
+		{"kerberos principal", []jute.ACL{acl(1, "sasl", "zk/host.example@EXAMPLE.COM")}, nil,
+			[]jute.ACL{acl(1, "sasl", "zk/host.example@EXAMPLE.COM")}, true},
+		{"slash without realm", []jute.ACL{acl(1, "sasl", "a/b/c")}, nil, []jute.ACL{acl(1, "sasl", "a/b/c")}, true},
+		{"two realms", []jute.ACL{acl(1, "sasl", "a@B@C")}, nil, nil, true},
+		{"two hosts", []jute.ACL{acl(1, "sasl", "a/b/c@R")}, nil, nil, true},
+		{"slash in realm", []jute.ACL{acl(1, "sasl", "a@R/x")}, nil, nil, true},
+		{"auth expands sasl and digest", []jute.ACL{acl(3, "auth", "")},
+			[]jute.Id{local[0], alice, bob},
+			[]jute.ACL{{Perms: 3, ID: alice}, {Perms: 3, ID: bob}}, true},
+		{"auth ignores sasl without the provider", []jute.ACL{acl(3, "auth", "")}, []jute.Id{alice}, nil, false},
+	} {
+		got, ok := fixupACL(tt.acl, tt.auth, tree.open, Options{SASLEnabled: tt.sasl})
+		if tt.want == nil {
+			require.False(t, ok, tt.name)
+			continue
+		}
+		require.True(t, ok, tt.name)
+		require.Equal(t, tt.want, got, tt.name)
+	}
+	for _, tt := range []struct {
+		id   string
+		want bool
+	}{{"alice", true}, {"bob", false}, {"super", true}, {"Alice", false}} {
+		require.Equal(t, tt.want, CheckACL([]jute.ACL{acl(1, "sasl", "alice")}, jute.PermRead,
+			[]jute.Id{{Scheme: "sasl", ID: tt.id}}), tt.id)
+	}
+	// A digest id named like the sasl user does not match.
+	require.False(t, CheckACL([]jute.ACL{acl(1, "sasl", "alice")}, jute.PermRead, []jute.Id{{Scheme: "digest", ID: "alice"}}))
 }

@@ -53,8 +53,9 @@
 //     split usage between them (ZooKeeper's go stale), a client's setData
 //     on a stats node is overwritten at once, and limits nodes directly
 //     under /zookeeper/quota or for paths inside /zookeeper are ignored.
-//   - The "auth" ACL scheme expands to the caller's digest ids only (the only
-//     authenticating provider zkraft has; ip ids never count).
+//   - The "auth" ACL scheme expands to the caller's ids of the providers
+//     that authenticate: digest, and x509 and sasl when their Options are on
+//     (ip ids never count).
 //
 // The package depends on the standard library and zkraft's jute types only.
 package znode

@@ -40,7 +40,7 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 		return "", jute.Stat{}, ev, jute.ErrBadArguments
 	}
 	parentPath := parentOf(path, i)
-	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.options(ctx).X509Enabled)
+	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.options(ctx))
 	if !ok {
 		return "", jute.Stat{}, ev, jute.ErrInvalidACL
 	}
@@ -170,7 +170,7 @@ func (t *Tree) setACL(ctx *TxnContext, path string, acl []jute.ACL, version int3
 	if ValidatePath(path) != nil {
 		return jute.Stat{}, jute.ErrBadArguments
 	}
-	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.options(ctx).X509Enabled)
+	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.options(ctx))
 	if !ok {
 		return jute.Stat{}, jute.ErrInvalidACL
 	}

@@ -14,6 +14,7 @@ import (
 func TestTxnOptionsOverrideTree(t *testing.T) {
 	x509ACL := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "x509", ID: "CN=alice,O=example"}}}
 	authACL := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "auth"}}}
+	saslACL := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "sasl", ID: "alice"}}}
 	writes := []struct {
 		name string
 		w    *Write
@@ -27,10 +28,14 @@ func TestTxnOptionsOverrideTree(t *testing.T) {
 			nil, 0, jute.ErrInvalidACL},
 		{"auth acl from an x509 identity", &Write{Type: jute.OpCreate, Create: &jute.CreateTTLRequest{Path: "/a", ACL: authACL, Flags: jute.FlagPersistent, TTL: -1}},
 			[]jute.Id{{Scheme: "x509", ID: "CN=alice,O=example"}}, 0, jute.ErrInvalidACL},
+		{"sasl acl", &Write{Type: jute.OpCreate, Create: &jute.CreateTTLRequest{Path: "/s", ACL: saslACL, Flags: jute.FlagPersistent, TTL: -1}},
+			nil, 0, jute.ErrInvalidACL},
+		{"auth acl from a sasl identity", &Write{Type: jute.OpCreate, Create: &jute.CreateTTLRequest{Path: "/a", ACL: authACL, Flags: jute.FlagPersistent, TTL: -1}},
+			[]jute.Id{{Scheme: "sasl", ID: "alice"}}, 0, jute.ErrInvalidACL},
 		{"setACL x509", &Write{Type: jute.OpSetACL, SetACL: &jute.SetACLRequest{Path: "/", ACL: x509ACL, Version: -1}},
 			nil, 0, jute.ErrInvalidACL},
 	}
-	on, off := Options{ExtendedTypesEnabled: true, X509Enabled: true}, Options{}
+	on, off := Options{ExtendedTypesEnabled: true, X509Enabled: true, SASLEnabled: true}, Options{}
 	for _, w := range writes {
 		for _, tc := range []struct {
 			name       string

@@ -18,6 +18,9 @@ type Options struct {
 	// authenticated identity for the "auth" scheme, as ZooKeeper's
 	// authProvider.x509 does.
 	X509Enabled bool
+	// SASLEnabled makes "sasl:<name>" a valid ACL id and an authenticated
+	// identity for the "auth" scheme, as ZooKeeper's authProvider.sasl does.
+	SASLEnabled bool
 }
 
 // Tree is the ZooKeeper data tree. See the package documentation for its

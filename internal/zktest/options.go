@@ -75,6 +75,11 @@ func (o Options) javaProps() []string {
 	if v, ok := o.Extra["jute.maxbuffer"]; ok {
 		props = append(props, "-Djute.maxbuffer="+v)
 	}
+	// The JAAS file of SASL: zkraft reads the zoo.cfg key, a JVM only the
+	// system property (ZooKeeper's SERVER_JVMFLAGS).
+	if v, ok := o.Extra["java.security.auth.login.config"]; ok {
+		props = append(props, "-Djava.security.auth.login.config="+v)
+	}
 	return props
 }
 

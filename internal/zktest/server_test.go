@@ -52,6 +52,10 @@ func TestZooCfg(t *testing.T) {
 	if got := opts.javaProps(); !reflect.DeepEqual(got, want) {
 		t.Errorf("javaProps() = %v; want %v", got, want)
 	}
+	jaas := Options{Extra: map[string]string{"java.security.auth.login.config": "/j.conf"}}
+	if got, want := jaas.javaProps(), []string{"-Djava.security.auth.login.config=/j.conf"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("javaProps() with a JAAS file = %v; want %v", got, want)
+	}
 }
 
 // TestLifecycle starts each target, talks to it, kills and restarts it.

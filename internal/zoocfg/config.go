@@ -117,7 +117,9 @@ type Config struct {
 	// X509AuthenticationProvider.superUser (a DN that gets the super id).
 	X509AuthProvider bool
 	X509SuperUser    string
-	clientPortSet    bool // the zoo.cfg had a clientPort line
+	// SASL (sasl.go): authProvider.sasl, the JAAS file and enforcement.
+	SASL          SASLSettings
+	clientPortSet bool // the zoo.cfg had a clientPort line
 }
 
 // Resolve finishes a configuration after every override: in an ensemble it
@@ -179,6 +181,7 @@ func Default() Config {
 		MetricsHost:            "0.0.0.0",
 		MetricsPort:            7000,
 		MetricsExportJvm:       true,
+		SASL:                   SASLSettings{ServerSection: "Server"},
 	}
 }
 
@@ -233,6 +236,9 @@ func Load(path string, log zerolog.Logger) (Config, error) {
 	}
 	cfg.InitialConfig = raw.String()
 	cfg.resolveClientPorts()
+	if err := cfg.checkAuthEnforcement(); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
 	if (cfg.LockDelayMs > 0) != (len(cfg.LockDelayPaths) > 0) {
 		log.Warn().Int64("zkraft.lockDelayMs", cfg.LockDelayMs).Strs("zkraft.lockDelayPaths", cfg.LockDelayPaths).
 			Msg("lock-delay needs both zkraft.lockDelayMs and zkraft.lockDelayPaths; it is off")
@@ -420,6 +426,9 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 		c.MetricsExportJvm = b
 	default:
 		if ok, err := c.setTLSKey(key, value, log); ok {
+			return err
+		}
+		if ok, err := c.setSASLKey(key, value); ok {
 			return err
 		}
 		if strings.HasPrefix(key, "server.") {
