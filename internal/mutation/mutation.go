@@ -38,11 +38,21 @@ const (
 	// append acknowledgements and votes) before the Ready's hard state and
 	// entries are durable (consensus.Core.HandleReady).
 	AckBeforeDurable Name = "ack-before-durable"
+	// LateTrackerReset makes a member that becomes leader raise its leader
+	// flag before it resets its session tracker (issue 8 item 2 reverted;
+	// server's sessionLeader.leaderChange), so an expiry round in between
+	// decides from the tracker of a follower.
+	LateTrackerReset Name = "late-tracker-reset"
+	// EarlyTTL makes a TTL node count as expired once half its TTL passed
+	// since its last modification (znode's expired, read by the leader's
+	// removal decision and by apply's re-check).
+	EarlyTTL Name = "early-ttl"
 )
 
-var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable}
+var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
+	LateTrackerReset, EarlyTTL}
 
-var on [6]atomic.Bool
+var on [8]atomic.Bool
 
 // All returns the names of the known mutations, in a fixed order.
 func All() []Name { return slices.Clone(all) }

@@ -68,6 +68,7 @@ const (
 	compactEvery    = 300 // applied entries between snapshots
 	keepEntries     = 50  // log entries kept behind a snapshot
 	expiryRetry     = 2 * time.Second
+	containerTicks  = 10 // raft ticks between container and TTL rounds (500 ms)
 	faultFraction   = 0.7
 	drainTime       = 3 * time.Second
 	simEpochSeconds = 1_767_225_600 // 2026-01-01, the simulated clock's zero
