@@ -29,6 +29,7 @@ const (
 	chkPanic    = "panic" // the code under test panicked (raft: log lost or corrupted)
 	chkDurable  = "committed-not-durable"
 	chkNodes    = "container-ttl"
+	chkFresh    = "fresh-timeout"
 )
 
 // nodeRemovalBound is how long after a container became empty, or a TTL
@@ -74,6 +75,13 @@ type checks struct {
 	lastElection           time.Duration // the last time a member became leader
 	lastElectionBeforeGone time.Duration
 
+	// fresh timeouts: when the leader of each raft term was elected, when
+	// each expiry was proposed, and the raft term of the entry being
+	// applied.
+	electedAt map[uint64]time.Duration
+	expiryAt  map[reqKey]time.Duration
+	applyTerm uint64
+
 	// containers and TTL nodes: the writes on them as proposed, and the
 	// nodes as the log's first applications leave them.
 	nodeWrites map[reqKey]nodeWrite
@@ -115,7 +123,8 @@ type ackedWrite struct {
 
 func newChecks(w *world) *checks {
 	return &checks{w: w, logAt: map[int64]reqKey{}, stateAt: map[uint64]uint64{}, expiryDone: map[int64]bool{},
-		nodeWrites: map[reqKey]nodeWrite{}, nodes: map[string]*expNode{}}
+		nodeWrites: map[reqKey]nodeWrite{}, nodes: map[string]*expNode{},
+		electedAt: map[uint64]time.Duration{}, expiryAt: map[reqKey]time.Duration{}}
 }
 
 // applied runs after member m applied the zkraft entry at raft index idx.
@@ -189,6 +198,16 @@ func (k *checks) appliedResult(m *member, a server.Applied) {
 			k.deadGone = k.w.now
 		}
 		k.w.tracef("session %#x expired at zxid %#x", a.SessionID, a.Zxid)
+		// A new leader gives every session a fresh timeout (ZooKeeper's
+		// session tracker of a new leader; issue 8 item 2): an expiry
+		// committed in a term was proposed at least a session timeout
+		// after that term's leader was elected.
+		if at, ok := k.expiryAt[key]; ok {
+			if e, ok := k.electedAt[k.applyTerm]; ok && at < e+sessionTimeout {
+				k.w.fail(chkFresh, "session %#x expired by an entry of term %d proposed at %v, %v after that term's leader was elected",
+					a.SessionID, k.applyTerm, at, at-e)
+			}
+		}
 		for _, c := range k.w.clients {
 			// A session is expired only after its timeout without a
 			// touch reaching the leader; its client's last answer can be

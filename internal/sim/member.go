@@ -188,6 +188,7 @@ type stateMachine struct{ m *member }
 func (s stateMachine) Apply(index, term uint64, data []byte) error {
 	m := s.m
 	m.w.chk.durable(m, index, term)
+	m.w.chk.applyTerm = term
 	if err := m.rep.Apply(index, term, data); err != nil {
 		return err
 	}
@@ -425,6 +426,7 @@ func (m *member) leaderChange(isLeader bool, lead, term uint64) {
 	m.lead, m.isLeader = lead, m.sl.IsLeader()
 	if became {
 		m.w.chk.lastElection = m.w.now
+		m.w.chk.electedAt[term] = m.w.now
 		m.w.tracef("member %d leader in term %d", m.id, term)
 	}
 }
@@ -560,6 +562,9 @@ func (m *member) stamp(p *server.Proposal) {
 func (m *member) submit(p *server.Proposal) bool {
 	if p.ReqID == 0 {
 		m.stamp(p)
+	}
+	if p.Type == server.ProposalExpireSession {
+		m.w.chk.expiryAt[reqKey{p.Proposer, p.ReqID}] = m.w.now
 	}
 	if p.Type == server.ProposalDeleteContainer || p.Type == server.ProposalDeleteTTL {
 		var req jute.PathRequest
