@@ -398,7 +398,7 @@ func (s *Server) adminLeader(_ *http.Request) (jsonObject, error) {
 	if m, ok := s.members()[lead]; ok {
 		ip = m.Host
 	}
-	return jsonObject{{"is_leader", s.leader.Load()}, {"leader_id", lead}, {"leader_ip", ip}}, nil
+	return jsonObject{{"is_leader", s.lead.isLeader()}, {"leader_id", lead}, {"leader_ip", ip}}, nil
 }
 
 // systemProperties stands in for the JVM's system properties: the process

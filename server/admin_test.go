@@ -455,7 +455,7 @@ func TestOperabilityEnsemble(t *testing.T) {
 	require.Eventually(t, func() bool {
 		n := 0
 		for _, s := range servers {
-			if s.leader.Load() {
+			if s.lead.isLeader() {
 				leader, n = s, n+1
 			}
 		}

@@ -116,7 +116,7 @@ func TestAdminSnapshotFromFollower(t *testing.T) {
 	var leader *Server
 	require.Eventually(t, func() bool {
 		for _, s := range servers {
-			if s.leader.Load() {
+			if s.lead.isLeader() {
 				leader = s
 				return true
 			}

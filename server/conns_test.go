@@ -330,7 +330,8 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// TestContainerRemovalAtStop checks containerLoop's proposals against Stop:
+// TestContainerRemovalAtStop checks the container round's proposals
+// (serverLeaderHooks.proposeDecision) against Stop:
 // a running server proposes and goes on; once Stop began, a proposal is
 // canceled (its context derives from the server's stop context) or fails
 // because the node stopped, the loop ends, and nothing is logged as a
@@ -359,8 +360,9 @@ func TestContainerRemovalAtStop(t *testing.T) {
 				require.NoError(t, s.Stop())
 				require.ErrorIs(t, s.stopCtx.Err(), context.Canceled)
 			}
-			more := s.proposeRemoval(entryDeleteContainer, "/c", time.Now().UnixMilli())
-			require.NotContains(t, logs.String(), "propose node removal failed")
+			more := serverLeaderHooks{s}.proposeDecision(&entry{Type: entryDeleteContainer, Time: time.Now().UnixMilli(),
+				Body: jute.Marshal(&jute.PathRequest{Path: "/c"})})
+			require.NotContains(t, logs.String(), "propose leader decision failed")
 			require.Equal(t, tt.wantMore, more, "the loop goes on only while the server runs")
 		})
 	}

@@ -37,11 +37,14 @@
 //   - short-lived helpers bounded by a timeout, not tracked by Server.wg:
 //     serveTLS's handshake canceller, handleSync's ReadIndex, handleReconfig's
 //     reconfigure, publishInitialConfig.
-//   - expiryLoop and containerLoop (Start, Server.wg, end on stopC): act only
-//     while this member is leader and propose their decisions; apply
-//     re-checks them. expiryLoop also proposes the removal of ephemerals a
-//     lock-delay kept (zkraft.lockDelayMs), once due by the replicated
-//     state's deadline (decideDelayedDeletions).
+//   - expiryLoop and containerLoop (Start, Server.wg, end on stopC): each
+//     calls one step of the sessionLeader (leader.go) with time.Now:
+//     expiryRound and containerRound act only while this member is leader
+//     and propose their decisions; apply re-checks them. expiryRound also
+//     proposes the removal of ephemerals a lock-delay kept
+//     (zkraft.lockDelayMs), once due by the replicated state's deadline
+//     (decideDelayedDeletions). The sessionLeader starts no goroutine; its
+//     leaderChange runs on the consensus loop (onLeaderChange).
 //   - ensembles only, livenessSender, livenessReceiver (and one reader per
 //     accepted liveness connection) and servingMonitor (Start, Server.wg,
 //     end on stopC or when Stop closes the election-port listener).

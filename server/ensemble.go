@@ -24,7 +24,7 @@ const livenessFrameMax = 1 << 20
 
 // touch records traffic of a session on this member.
 func (s *Server) touch(id int64) {
-	if s.leader.Load() || s.cfg.Standalone() {
+	if s.lead.isLeader() || s.cfg.Standalone() {
 		s.tracker.Touch(id)
 		return
 	}
@@ -103,7 +103,7 @@ func (s *Server) livenessSender() {
 // cannot be sent, or may have been lost, stays for the next round.
 func (s *Server) reportTouched(link *livenessLink, lead uint64, timeout time.Duration) {
 	ids := s.takeTouched()
-	if s.leader.Load() {
+	if s.lead.isLeader() {
 		for _, id := range ids {
 			s.tracker.Touch(id)
 		}

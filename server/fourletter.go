@@ -62,7 +62,7 @@ func (s *Server) mode() string {
 	switch {
 	case s.cfg.Standalone():
 		return "standalone"
-	case s.leader.Load():
+	case s.lead.isLeader():
 		return "leader"
 	default:
 		return "follower"

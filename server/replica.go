@@ -12,8 +12,9 @@ import (
 
 // This file is the seam for tools that drive consensus themselves (the
 // deterministic simulator, cmd/zksim): the replicated state machine of one
-// member, the entries the request path proposes and the leader's expiry
-// decision, exactly as the server uses them. It only exposes the server's
+// member, the entries the request path proposes and the leader-side session
+// logic (leader change, expiry, lock-delay and container/TTL rounds),
+// exactly as the server uses them. It only exposes the server's
 // own code: the body builders below are the ones the request path calls.
 
 // Replica is one member's replicated state (the data tree, the sessions and
@@ -21,9 +22,8 @@ import (
 // It is not safe for concurrent use with its hooks: hooks run inside Apply
 // and Restore.
 type Replica struct {
-	sm      *stateMachine
-	hooks   ReplicaHooks
-	decided map[int64]expiryDecision
+	sm    *stateMachine
+	hooks ReplicaHooks
 }
 
 // Applied is the outcome of one applied entry, for the member that proposed
@@ -66,9 +66,8 @@ func (r replicaHooks) stateReplaced()                                 {}
 // NewReplica returns an empty replica whose apply reports to hooks.
 func NewReplica(opts znode.Options, hooks ReplicaHooks, log zerolog.Logger) *Replica {
 	return &Replica{
-		sm:      newStateMachine(opts, newWatchManager(), replicaHooks{hooks}, log),
-		hooks:   hooks,
-		decided: map[int64]expiryDecision{},
+		sm:    newStateMachine(opts, newWatchManager(), replicaHooks{hooks}, log),
+		hooks: hooks,
 	}
 }
 
@@ -109,13 +108,72 @@ func (r *Replica) GetChildren(path string) ([]string, bool) {
 	return c, ok
 }
 
-// DecideExpiries runs one round of the server's expiry decision (see
-// Server.expiryTick) on this replica's state and tracker; propose is called
-// for each session to expire with the fence's connection.
-func (r *Replica) DecideExpiries(isLeader bool, tracker *session.Tracker, now time.Time, retryAfter time.Duration,
-	propose func(id int64, connID uint64)) []int64 {
-	return decideExpiries(isLeader, tracker, r.sm, now, retryAfter, r.decided, propose, r.sm.log)
+// SessionLeader is the server's leader-side session logic (sessionLeader,
+// leader.go) on a Replica: the leader change, the expiry round (session
+// expiries and lock-delay's due removals) and the container and TTL
+// removal round, driven step by step with the caller's clock, exactly as
+// the server's raft goroutine and its expiry and container loops drive it
+// with time.Now. Not safe for concurrent use with the Replica.
+type SessionLeader struct{ l *sessionLeader }
+
+// LeaderConfig is what a SessionLeader decides with.
+type LeaderConfig struct {
+	RetryAfter     time.Duration // a decision not applied after this long is proposed again
+	LockDelayMs    int64         // zkraft.lockDelayMs (0: none)
+	LockDelayPaths []string      // zkraft.lockDelayPaths
 }
+
+// LeaderHooks receives what a SessionLeader decides.
+type LeaderHooks interface {
+	// LeaderMoved runs in LeaderChange when the known leader was replaced
+	// by another: the server fails its proposals in flight.
+	LeaderMoved()
+	// Propose proposes a decision of the leader (Type, SessionID, TimeMs
+	// when the decision carries its time, Body); false ends the round, as
+	// a stopping server does.
+	Propose(p Proposal) bool
+	// Interleave runs in LeaderChange between its two steps, where the
+	// server's expiry loop may run a round on its own goroutine: after the
+	// tracker reset and the term, before the leader flag (or, under the
+	// late-tracker-reset mutation, after the flag, before the reset).
+	Interleave()
+}
+
+type replicaLeaderHooks struct{ h LeaderHooks }
+
+func (r replicaLeaderHooks) leaderMoved() { r.h.LeaderMoved() }
+func (r replicaLeaderHooks) proposeDecision(e *entry) bool {
+	return r.h.Propose(Proposal{Type: e.Type, SessionID: e.SessionID, TimeMs: e.Time, Body: e.Body})
+}
+
+// NewSessionLeader returns the leader-side session logic of this replica's
+// member, deciding from tracker (which the member's apply hooks and
+// liveness keep, as the server's do).
+func (r *Replica) NewSessionLeader(tracker *session.Tracker, cfg LeaderConfig, hooks LeaderHooks) *SessionLeader {
+	l := newSessionLeader(r.sm, tracker, leaderConfig{retryAfter: cfg.RetryAfter, lockDelayMs: cfg.LockDelayMs,
+		lockDelayPaths: cfg.LockDelayPaths}, replicaLeaderHooks{hooks}, r.sm.log)
+	l.interleave = hooks.Interleave
+	return &SessionLeader{l: l}
+}
+
+// LeaderChange is the member's consensus OnLeaderChange, as the server's
+// (Server.onLeaderChange); it reports whether the member just became leader.
+func (l *SessionLeader) LeaderChange(isLeader bool, leaderID, term uint64) (became bool) {
+	return l.l.leaderChange(isLeader, leaderID, term)
+}
+
+// IsLeader reports the leader flag the rounds act on.
+func (l *SessionLeader) IsLeader() bool { return l.l.isLeader() }
+
+// Term is the raft term in which the member last became leader.
+func (l *SessionLeader) Term() uint64 { return l.l.term.Load() }
+
+// ExpiryRound is one round of the server's expiry loop at now; it returns
+// the sessions whose expiry it proposed.
+func (l *SessionLeader) ExpiryRound(now time.Time) []int64 { return l.l.expiryRound(now) }
+
+// ContainerRound is one round of the server's container loop at now.
+func (l *SessionLeader) ContainerRound(now time.Time) bool { return l.l.containerRound(now) }
 
 // Proposal is an entry as the server's request path builds it.
 type Proposal struct {
@@ -127,6 +185,10 @@ type Proposal struct {
 	Seq       uint64
 	Type      int32
 	Body      []byte
+	// Options are the proposer's write options a client write is decided
+	// with (TTL nodes need ExtendedTypesEnabled), as the request path
+	// takes them from the member's configuration.
+	Options znode.Options
 }
 
 // Proposal types that are not client opcodes.
@@ -135,12 +197,17 @@ const (
 	ProposalAttachSession = entryAttachSession
 	ProposalExpireSession = entryExpireSession
 	ProposalCloseSession  = entryCloseSession
+	// The leader's decisions (SessionLeader).
+	ProposalExpireSessionDelayed = entryExpireSessionDelayed
+	ProposalDeleteDelayed        = entryDeleteDelayed
+	ProposalDeleteContainer      = entryDeleteContainer
+	ProposalDeleteTTL            = entryDeleteTTL
 )
 
 // Encode returns the raft entry data of p.
 func (p *Proposal) Encode() []byte {
 	e := entry{Proposer: p.Proposer, ReqID: p.ReqID, Time: p.TimeMs, SessionID: p.SessionID, ConnID: p.ConnID,
-		Seq: p.Seq, Type: p.Type, Body: p.Body}
+		Seq: p.Seq, Type: p.Type, Body: p.Body, Opts: writeOpts(p.Options)}
 	return e.data()
 }
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/zkraft/zkraft/consensus"
 	"github.com/zkraft/zkraft/internal/mutation"
-	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/session"
 	"github.com/zkraft/zkraft/znode"
 )
@@ -29,20 +28,14 @@ type Server struct {
 	log   zerolog.Logger
 	start time.Time
 
-	sm       *stateMachine
-	node     *consensus.Node
-	watches  *watchManager
-	tracker  *session.Tracker
-	ids      *session.IDGenerator
-	leader   atomic.Bool
-	leaderID atomic.Uint64 // last leader raft reported; 0 = none
-	// leaderTerm is the raft term in which this member became leader; its
-	// expiry decisions carry it (see expireRecord). Set before leader.
-	leaderTerm atomic.Uint64
-
-	// testHookLeaderReset, when set by a test, runs in onLeaderChange after
-	// the tracker was reset and before the leader flag is raised.
-	testHookLeaderReset func()
+	sm      *stateMachine
+	node    *consensus.Node
+	watches *watchManager
+	tracker *session.Tracker
+	ids     *session.IDGenerator
+	// lead is the leader-side session logic (leader.go): the leader flag,
+	// the leader change, the expiry and container rounds.
+	lead *sessionLeader
 
 	// Proposals waiting for their entry to be applied, keyed by ReqID.
 	waitMu   sync.Mutex
@@ -114,6 +107,12 @@ func New(cfg Config, log zerolog.Logger) *Server {
 	s.sm = newStateMachine(znode.Options{ExtendedTypesEnabled: cfg.ExtendedTypes, X509Enabled: cfg.X509Enabled(),
 		SASLEnabled: cfg.SASLEnabled()},
 		s.watches, s, log)
+	delayMs, delayPaths := cfg.LockDelay()
+	s.lead = newSessionLeader(s.sm, s.tracker, leaderConfig{
+		retryAfter:     2 * time.Duration(cfg.ElectionTickMs*20) * time.Millisecond,
+		lockDelayMs:    delayMs,
+		lockDelayPaths: delayPaths,
+	}, serverLeaderHooks{s}, log)
 	return s
 }
 
@@ -399,7 +398,7 @@ func (s *Server) sessionClosed(id int64, expired bool, byConn uint64) {
 
 // sessionTouched implements applyHooks: an attach entry is about to be
 // applied. The session's tracker deadline moves before its connection does
-// (see expiryTick), so a leader never decides to expire a session it saw
+// (see decideExpiries), so a leader never decides to expire a session it saw
 // attach a moment ago.
 func (s *Server) sessionTouched(id int64) {
 	s.tracker.Touch(id)
@@ -431,31 +430,11 @@ func (s *Server) stateReplaced() {
 	}
 }
 
+// onLeaderChange is consensus.Config.OnLeaderChange: the session part is
+// the sessionLeader's (leader.go).
 func (s *Server) onLeaderChange(isLeader bool, leaderID, term uint64) {
-	was := s.leader.Load()
-	if prev := s.leaderID.Swap(leaderID); prev != 0 && prev != leaderID {
-		s.failPendingProposals()
-	}
-	if isLeader && !was {
-		// A new leader gives every session a fresh timeout, as ZooKeeper
-		// does. The tracker is reset before the leader flag is raised: the
-		// expiry loop acts only on a leader, and this member's tracker was
-		// not refreshed by other members' liveness reports while it
-		// followed, so it must never be read as a leader's before the reset.
-		s.sm.mu.RLock()
-		all := s.sm.sessions.All()
-		s.sm.mu.RUnlock()
-		s.tracker.ResetAll(all)
-		s.leaderTerm.Store(term)
-		if s.testHookLeaderReset != nil {
-			s.testHookLeaderReset()
-		}
-		s.leader.Store(true)
-		if !s.cfg.Standalone() {
-			go s.publishInitialConfig() // not from the raft goroutine: it proposes
-		}
-	} else {
-		s.leader.Store(isLeader)
+	if s.lead.leaderChange(isLeader, leaderID, term) && !s.cfg.Standalone() {
+		go s.publishInitialConfig() // not from the raft goroutine: it proposes
 	}
 	s.log.Info().Bool("leader", isLeader).Uint64("leader_id", leaderID).Uint64("term", term).Msg("leader changed")
 }
@@ -477,27 +456,14 @@ func (s *Server) expiryLoop() {
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	decided := map[int64]expiryDecision{}
-	delayed := map[int64]time.Time{}
 	for {
 		select {
 		case <-s.stopC:
 			return
 		case <-t.C:
 		}
-		now := time.Now()
-		s.expiryTick(now, decided)
-		s.delayedTick(now, delayed)
+		s.lead.expiryRound(time.Now())
 	}
-}
-
-// expiryTick is one round of the expiry loop: on the leader, it proposes
-// the expiry of every session the tracker reports expired, and proposes
-// again a close that was not applied after retryAfter. decided carries the
-// decisions from round to round. It returns the sessions it proposed.
-func (s *Server) expiryTick(now time.Time, decided map[int64]expiryDecision) []int64 {
-	retryAfter := 2 * time.Duration(s.cfg.ElectionTickMs*20) * time.Millisecond
-	return decideExpiries(s.leader.Load(), s.tracker, s.sm, now, retryAfter, decided, s.proposeExpiry, s.log)
 }
 
 // decideExpiries is one round of the expiry decision: on the leader, it
@@ -564,21 +530,6 @@ func decideExpiries(isLeader bool, tracker *session.Tracker, sm *stateMachine, n
 	return proposed
 }
 
-// proposeExpiry proposes the expiry of a session, fenced by this leader's
-// term and the session's connection when the leader decided (see
-// expireRecord); a failed proposal is retried by the expiry loop (the
-// session stays marked closing). With lock-delay configured, the entry
-// carries this leader's delay and paths (entryExpireSessionDelayed).
-func (s *Server) proposeExpiry(id int64, connID uint64) {
-	ctx, cancel := context.WithTimeout(s.stopCtx, 5*time.Second)
-	defer cancel()
-	ms, paths := s.cfg.LockDelay()
-	e := expiryEntry(id, s.leaderTerm.Load(), connID, ms, paths)
-	if err := s.propose(ctx, e, nil); err != nil {
-		s.log.Warn().Err(err).Str("session", sessionHex(id)).Msg("propose session expiry failed")
-	}
-}
-
 // expiryEntry is the expire entry of session id decided in term while its
 // connection was connID: entryExpireSession, or with a lock-delay
 // (delayMs > 0 and paths) entryExpireSessionDelayed carrying them.
@@ -587,15 +538,6 @@ func expiryEntry(id int64, term, connID uint64, delayMs int64, paths []string) *
 		return &entry{Type: entryExpireSessionDelayed, SessionID: id, Body: lockDelayBody(term, connID, delayMs, paths)}
 	}
 	return &entry{Type: entryExpireSession, SessionID: id, Body: ExpireBody(term, connID)}
-}
-
-// delayedTick is the lock-delay round of the expiry loop: on the leader, it
-// proposes the removal of every dead session's kept ephemerals whose
-// deadline passed (decideDelayedDeletions). proposed carries the proposals
-// from round to round.
-func (s *Server) delayedTick(now time.Time, proposed map[int64]time.Time) []int64 {
-	retryAfter := 2 * time.Duration(s.cfg.ElectionTickMs*20) * time.Millisecond
-	return decideDelayedDeletions(s.leader.Load(), s.sm, now, retryAfter, proposed, s.proposeDelayedDeletion)
 }
 
 // decideDelayedDeletions is one round of the lock-delay decision: on the
@@ -631,18 +573,6 @@ func decideDelayedDeletions(isLeader bool, sm *stateMachine, now time.Time, retr
 	return out
 }
 
-// proposeDelayedDeletion proposes the removal of the ephemerals a
-// lock-delay kept for the dead session id, at timeMs; a failed proposal is
-// retried by the expiry loop.
-func (s *Server) proposeDelayedDeletion(id int64, timeMs int64) {
-	ctx, cancel := context.WithTimeout(s.stopCtx, 5*time.Second)
-	defer cancel()
-	e := &entry{Type: entryDeleteDelayed, SessionID: id, Time: timeMs}
-	if err := s.propose(ctx, e, nil); err != nil && s.stopCtx.Err() == nil {
-		s.log.Warn().Err(err).Str("session", sessionHex(id)).Msg("propose lock-delay removal failed")
-	}
-}
-
 // containerLoop removes empty containers and expired TTL nodes, on the leader,
 // through the log (apply re-checks the condition with the entry's time).
 func (s *Server) containerLoop() {
@@ -655,32 +585,23 @@ func (s *Server) containerLoop() {
 			return
 		case <-t.C:
 		}
-		if !s.leader.Load() {
-			continue
-		}
-		now := time.Now().UnixMilli()
-		s.sm.mu.RLock()
-		containers, ttls := s.sm.tree.ExpiryCandidates(now)
-		s.sm.mu.RUnlock()
-		for _, list := range []struct {
-			typ   int32
-			paths []string
-		}{{entryDeleteContainer, containers}, {entryDeleteTTL, ttls}} {
-			for _, p := range list.paths {
-				if !s.proposeRemoval(list.typ, p, now) {
-					return
-				}
-			}
+		if !s.lead.containerRound(time.Now()) {
+			return
 		}
 	}
 }
 
-// proposeRemoval proposes the removal of one container or TTL node; false
-// when the server is stopping. Stop cancels a proposal in flight (its context
+// serverLeaderHooks are the server's leaderHooks.
+type serverLeaderHooks struct{ s *Server }
+
+func (h serverLeaderHooks) leaderMoved() { h.s.failPendingProposals() }
+
+// proposeDecision proposes one decision of the leader; false when the
+// server is stopping. Stop cancels a proposal in flight (its context
 // derives from stopCtx), and a failure caused by stopping is not worth a
-// warning; any other failure is, and the next pass retries.
-func (s *Server) proposeRemoval(typ int32, path string, now int64) bool {
-	e := &entry{Type: typ, Time: now, Body: jute.Marshal(&jute.PathRequest{Path: path})}
+// warning; any other failure is, and the next round retries.
+func (h serverLeaderHooks) proposeDecision(e *entry) bool {
+	s := h.s
 	ctx, cancel := context.WithTimeout(s.stopCtx, 5*time.Second)
 	err := s.propose(ctx, e, nil)
 	cancel()
@@ -688,7 +609,11 @@ func (s *Server) proposeRemoval(typ int32, path string, now int64) bool {
 		return false
 	}
 	if err != nil {
-		s.log.Warn().Err(err).Str("path", path).Msg("propose node removal failed")
+		ev := s.log.Warn().Err(err).Int32("type", e.Type)
+		if e.SessionID != 0 {
+			ev = ev.Str("session", sessionHex(e.SessionID))
+		}
+		ev.Msg("propose leader decision failed")
 	}
 	return true
 }

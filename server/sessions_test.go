@@ -24,7 +24,7 @@ func ensembleLeader(t *testing.T, servers []*Server) int {
 		lead := -1
 		n := 0
 		for i, s := range servers {
-			if s.leader.Load() {
+			if s.lead.isLeader() {
 				lead, n = i, n+1
 			}
 		}
@@ -71,7 +71,7 @@ func TestSessionEndEndsItsConnectionsOnEveryMember(t *testing.T) {
 				require.Eventually(t, func() bool { _, ok := leader.sm.session(resp.SessionID); return ok },
 					5*time.Second, 10*time.Millisecond)
 				leader.tracker.SetClosing(resp.SessionID)
-				leader.proposeExpiry(resp.SessionID, leader.sm.sessionConn(resp.SessionID))
+				leader.lead.proposeExpiry(resp.SessionID, leader.sm.sessionConn(resp.SessionID))
 			} else {
 				var b *zktest.RawConn
 				require.Eventually(t, func() bool {
@@ -120,6 +120,7 @@ func TestNewLeaderResetsTrackerBeforeExpiring(t *testing.T) {
 	cfg.AdminEnabled = false
 	s := New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
 	s.tracker = session.NewTracker(clock, int64(cfg.TickTimeMs))
+	s.lead.tracker = s.tracker
 	require.NoError(t, s.Start())
 	t.Cleanup(func() { require.NoError(t, s.Stop()) })
 	c, resp := zktest.DialRaw(t, s.Addr().String(), 0, nil, 30000, false)
@@ -129,20 +130,20 @@ func TestNewLeaderResetsTrackerBeforeExpiring(t *testing.T) {
 
 	// This member now follows: its tracker hears of nobody's traffic while
 	// the clock runs far past every session timeout.
-	s.leader.Store(false)
+	s.lead.leader.Store(false)
 	clock.Advance(time.Hour)
 
 	var proposed []int64
 	hookRan := false
-	s.testHookLeaderReset = func() {
+	s.lead.interleave = func() {
 		hookRan = true
-		proposed = s.expiryTick(clock.Now(), map[int64]expiryDecision{})
+		proposed = s.lead.expiryRound(clock.Now())
 	}
 	st := s.node.Status()
 	s.onLeaderChange(true, st.ID, st.Term)
 	require.True(t, hookRan)
 	require.Empty(t, proposed, "expiry proposed from the stale tracker of a new leader")
-	require.Empty(t, s.expiryTick(clock.Now(), map[int64]expiryDecision{}), "expiry proposed right after the reset")
+	require.Empty(t, s.lead.expiryRound(clock.Now()), "expiry proposed right after the reset")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -217,7 +218,7 @@ func TestExpiryIsFencedWhenApplied(t *testing.T) {
 
 // TestAttachTouchesTrackerBeforeConnectionChanges: the leader reads a
 // session's connection before asking its tracker a second time
-// (expiryTick); for that to fence every attach, an attach must refresh the
+// (sessionLeader.expiryRound); for that to fence every attach, an attach must refresh the
 // tracker before the new connection is visible in the state.
 func TestAttachTouchesTrackerBeforeConnectionChanges(t *testing.T) {
 	h := &fenceHooks{}
@@ -310,7 +311,7 @@ func TestReattachAfterExpiryDecisionKeepsSession(t *testing.T) {
 	id := resp.SessionID
 	require.Eventually(t, func() bool { _, ok := leader.sm.session(id); return ok }, 5*time.Second, 10*time.Millisecond)
 
-	// The leader's decision, as expiryTick makes it.
+	// The leader's decision, as sessionLeader.expiryRound makes it.
 	fence := leader.sm.sessionConn(id)
 	leader.tracker.SetClosing(id)
 
@@ -328,7 +329,7 @@ func TestReattachAfterExpiryDecisionKeepsSession(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond)
 	t.Cleanup(b.Close)
 
-	leader.proposeExpiry(id, fence)
+	leader.lead.proposeExpiry(id, fence)
 	// A write of the new connection is ordered after the expire entry.
 	hdr, err = b.Call(jute.OpCreate, &jute.CreateRequest{Path: "/after", ACL: openACL(), Flags: jute.FlagEphemeral}, &jute.CreateResponse{})
 	require.NoError(t, err, "the reattached connection must stay")

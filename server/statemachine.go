@@ -58,7 +58,7 @@ type applyHooks interface {
 	sessionClosed(id int64, expired bool, byConn uint64)
 	// sessionTouched runs before an attach entry is applied, with no lock
 	// held: the leader's tracker must see the session alive before its new
-	// connection is visible in the state (see Server.expiryTick).
+	// connection is visible in the state (see sessionLeader.expiryRound).
 	sessionTouched(id int64)
 	// expiryRefused: an expire entry's fence did not hold (expireRecord).
 	expiryRefused(s session.Session)

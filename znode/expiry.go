@@ -1,6 +1,10 @@
 package znode
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/zkraft/zkraft/internal/mutation"
+)
 
 // ExpiryCandidates returns, sorted, the containers that are empty and have
 // had a child (C > 0), and the TTL nodes that are empty and whose mtime is
@@ -32,6 +36,9 @@ func expired(n *node, now int64) bool {
 	case kindContainer:
 		return n.creates > 0
 	case kindTTL:
+		if mutation.Enabled(mutation.EarlyTTL) {
+			return now-n.mtime > n.ttl/2 // known wrong: half the TTL
+		}
 		return now-n.mtime > n.ttl
 	}
 	return false

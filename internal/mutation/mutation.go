@@ -45,11 +45,22 @@ const (
 	// SkipLearner adds a new member directly as a voter instead of as a
 	// learner promoted once caught up (consensus's membership changes).
 	SkipLearner Name = "skip-learner"
+	// LateTrackerReset makes a member that becomes leader raise its leader
+	// flag before it resets its session tracker (issue 8 item 2 reverted;
+	// server's sessionLeader.leaderChange), so an expiry round in between
+	// decides from the tracker of a follower.
+	LateTrackerReset Name = "late-tracker-reset"
+	// EarlyTTL makes a TTL node count as expired once half its TTL passed
+	// since its last modification (znode's expired, read by the leader's
+	// removal decision and by apply's re-check).
+	EarlyTTL Name = "early-ttl"
 )
 
-var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable, SkipActiveQuorum, SkipLearner}
+var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
+	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL}
 
-var on [8]atomic.Bool
+// on[i] is whether all[i] is switched on.
+var on = make([]atomic.Bool, len(all))
 
 // All returns the names of the known mutations, in a fixed order.
 func All() []Name { return slices.Clone(all) }

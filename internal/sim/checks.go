@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/zkraft/zkraft/internal/check"
+	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/server"
 )
 
@@ -26,7 +28,14 @@ const (
 	chkEphemral = "ephemeral-lifetime"
 	chkPanic    = "panic" // the code under test panicked (raft: log lost or corrupted)
 	chkDurable  = "committed-not-durable"
+	chkNodes    = "container-ttl"
+	chkFresh    = "fresh-timeout"
 )
+
+// nodeRemovalBound is how long after a container became empty, or a TTL
+// node's TTL passed with no child, the leader may take to remove it, beyond
+// one container round, with no fault running.
+const nodeRemovalBound = 3 * time.Second
 
 // ephemeralBound is how long after its timeout a dead client's session may
 // take to expire and its ephemerals to go: the tracker's deadline rounding,
@@ -65,6 +74,36 @@ type checks struct {
 
 	lastElection           time.Duration // the last time a member became leader
 	lastElectionBeforeGone time.Duration
+
+	// fresh timeouts: when the leader of each raft term was elected, when
+	// each expiry was proposed, and the raft term of the entry being
+	// applied.
+	electedAt map[uint64]time.Duration
+	expiryAt  map[reqKey]time.Duration
+	applyTerm uint64
+
+	// containers and TTL nodes: the writes on them as proposed, and the
+	// nodes as the log's first applications leave them.
+	nodeWrites map[reqKey]nodeWrite
+	nodes      map[string]*expNode
+}
+
+// nodeWrite is a proposed write on a container or TTL node or on one of
+// their children, or a leader's removal of one.
+type nodeWrite struct {
+	op     int32
+	path   string
+	timeMs int64 // the entry's time, as the proposer stamped it
+	body   []byte
+}
+
+// expNode is a container or TTL node as the applied log leaves it.
+type expNode struct {
+	ttl      int64 // ms; 0 for a container
+	mtime    int64 // entry time (ms) of its create or its last setData
+	children map[string]bool
+	hadChild bool
+	emptyAt  time.Duration // when it was created or its last child deleted
 }
 
 func (k *checks) died(c *client) {
@@ -83,7 +122,9 @@ type ackedWrite struct {
 }
 
 func newChecks(w *world) *checks {
-	return &checks{w: w, logAt: map[int64]reqKey{}, stateAt: map[uint64]uint64{}, expiryDone: map[int64]bool{}}
+	return &checks{w: w, logAt: map[int64]reqKey{}, stateAt: map[uint64]uint64{}, expiryDone: map[int64]bool{},
+		nodeWrites: map[reqKey]nodeWrite{}, nodes: map[string]*expNode{},
+		electedAt: map[uint64]time.Duration{}, expiryAt: map[reqKey]time.Duration{}}
 }
 
 // applied runs after member m applied the zkraft entry at raft index idx.
@@ -145,6 +186,7 @@ func (k *checks) appliedResult(m *member, a server.Applied) {
 	key := reqKey{a.Proposer, a.ReqID}
 	if prev, ok := k.logAt[a.Zxid]; !ok {
 		k.logAt[a.Zxid] = key
+		k.nodeApplied(a)
 	} else if prev != key {
 		k.w.fail(chkLog, "member %d applied proposal %d/%#x at zxid %#x, another member %d/%#x", m.id,
 			a.Proposer, a.ReqID, a.Zxid, prev.proposer, prev.reqID)
@@ -156,6 +198,16 @@ func (k *checks) appliedResult(m *member, a server.Applied) {
 			k.deadGone = k.w.now
 		}
 		k.w.tracef("session %#x expired at zxid %#x", a.SessionID, a.Zxid)
+		// A new leader gives every session a fresh timeout (ZooKeeper's
+		// session tracker of a new leader; issue 8 item 2): an expiry
+		// committed in a term was proposed at least a session timeout
+		// after that term's leader was elected.
+		if at, ok := k.expiryAt[key]; ok {
+			if e, ok := k.electedAt[k.applyTerm]; ok && at < e+sessionTimeout {
+				k.w.fail(chkFresh, "session %#x expired by an entry of term %d proposed at %v, %v after that term's leader was elected",
+					a.SessionID, k.applyTerm, at, at-e)
+			}
+		}
 		for _, c := range k.w.clients {
 			// A session is expired only after its timeout without a
 			// touch reaching the leader; its client's last answer can be
@@ -302,6 +354,7 @@ func (k *checks) final() {
 			w.fail(chkEphemral, "lock node %s of expired session %#x still present", lockNodes[0], k.deadSess)
 		}
 	}
+	k.finalNodes()
 	// Progress once faults stopped: every client got an answer late in the
 	// run, and every member caught up.
 	if w.cfg.Duration-k.healedAt >= 8*time.Second {
@@ -320,6 +373,101 @@ func (k *checks) final() {
 			if m.inEnsemble() && m.applied+50 < maxApplied {
 				w.fail(chkProgress, "member %d applied %d, another member %d", m.id, m.applied, maxApplied)
 			}
+		}
+	}
+}
+
+// containers and TTL nodes
+
+// noteWrite records a write on a container or TTL node (or a child of
+// one), or a leader's removal of one, as proposed (key) on a member.
+func (k *checks) noteWrite(key reqKey, op int32, path string, timeMs int64, body []byte) {
+	k.nodeWrites[key] = nodeWrite{op: op, path: path, timeMs: timeMs, body: body}
+}
+
+// simTime is the simulated time of an entry time in ms.
+func simTime(ms int64) time.Duration {
+	return time.Duration(ms-simEpochSeconds*1000) * time.Millisecond
+}
+
+// nodeApplied follows the containers and TTL nodes through the first
+// application of each zxid, and checks each removal the leader decided: a
+// container only once empty and after it had a child (as ZooKeeper), a TTL
+// node only with no child and more than its TTL after its last
+// modification, measured from the modification's entry time to the
+// simulated time the removal first applied.
+func (k *checks) nodeApplied(a server.Applied) {
+	wr, ok := k.nodeWrites[reqKey{a.Proposer, a.ReqID}]
+	if !ok || a.Err != 0 {
+		return
+	}
+	parent := wr.path[:strings.LastIndexByte(wr.path, '/')]
+	switch wr.op {
+	case jute.OpCreateContainer, jute.OpCreateTTL:
+		n := &expNode{children: map[string]bool{}, mtime: wr.timeMs, emptyAt: k.w.now}
+		if wr.op == jute.OpCreateTTL {
+			var req jute.CreateTTLRequest
+			if err := jute.Unmarshal(wr.body, &req); err != nil {
+				k.w.fail(chkNodes, "TTL create of %s: %v", wr.path, err)
+				return
+			}
+			n.ttl = req.TTL
+		}
+		k.nodes[wr.path] = n
+	case jute.OpCreate:
+		if n := k.nodes[parent]; n != nil {
+			n.children[wr.path], n.hadChild = true, true
+		}
+	case jute.OpDelete:
+		if n := k.nodes[parent]; n != nil && n.children[wr.path] {
+			delete(n.children, wr.path)
+			if len(n.children) == 0 {
+				n.emptyAt = k.w.now
+			}
+		}
+	case jute.OpSetData:
+		if n := k.nodes[wr.path]; n != nil {
+			n.mtime = wr.timeMs
+		}
+	case server.ProposalDeleteContainer, server.ProposalDeleteTTL:
+		n := k.nodes[wr.path]
+		now := clock{k.w}.Now().UnixMilli()
+		switch {
+		case n == nil:
+			k.w.fail(chkNodes, "leader removed %s, which no applied create made", wr.path)
+		case len(n.children) > 0:
+			k.w.fail(chkNodes, "leader removed %s with %d children", wr.path, len(n.children))
+		case n.ttl == 0 && !n.hadChild:
+			k.w.fail(chkNodes, "leader removed container %s, which never had a child", wr.path)
+		case n.ttl > 0 && now-n.mtime <= n.ttl:
+			k.w.fail(chkNodes, "leader removed TTL node %s %d ms after its last modification, its TTL is %d ms",
+				wr.path, now-n.mtime, n.ttl)
+		}
+		k.w.tracef("%s removed at zxid %#x", wr.path, a.Zxid)
+		delete(k.nodes, wr.path)
+	}
+}
+
+// finalNodes: once the faults stopped, every empty container that had a
+// child and every childless TTL node past its TTL was removed in time.
+func (k *checks) finalNodes() {
+	paths := make([]string, 0, len(k.nodes))
+	for p := range k.nodes {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	for _, p := range paths {
+		n := k.nodes[p]
+		if len(n.children) > 0 || (n.ttl == 0 && !n.hadChild) {
+			continue
+		}
+		due := n.emptyAt
+		if n.ttl > 0 {
+			due = max(due, simTime(n.mtime+n.ttl+1))
+		}
+		if limit := max(due, k.healedAt) + containerTicks*raftTick + nodeRemovalBound; limit < k.w.now {
+			k.w.fail(chkNodes, "%s removable since %v, still there at %v (bound %v)", p, due, k.w.now, limit)
+			return
 		}
 	}
 }

@@ -62,6 +62,8 @@ type client struct {
 	writes     int
 	lock       lockState
 	lockNode   string
+	nodes      []ownNode // its containers and TTL nodes, as far as it knows
+	nodeCount  int
 }
 
 func newClient(w *world, idx int) *client { return &client{w: w, idx: idx, member: -1} }
@@ -297,7 +299,9 @@ func (c *client) step() {
 	case lockHolding, lockCreating:
 		return
 	}
-	switch k := c.w.rng.IntN(10); {
+	switch k := c.w.rng.IntN(12); {
+	case k >= 10:
+		c.nodeStep()
 	case k < 2:
 		c.lockStart()
 	case k < 4:
@@ -486,6 +490,135 @@ func (c *client) release() {
 			c.lock, c.lockNode = lockIdle, ""
 		} else {
 			c.lock = lockFinding
+		}
+		c.next()
+	}, nil)
+}
+
+// containers and TTL nodes: each client creates some, adds and removes a
+// child in them and modifies its TTL nodes; the leader removes them
+// (checked by checks.nodeApplied and the final check).
+
+const (
+	containerPrefix = "/ctr-"
+	ttlPrefix       = "/ttl-"
+)
+
+// ownNode is a container or TTL node a client created.
+type ownNode struct {
+	path  string
+	ttl   bool
+	child string // a child it created and did not delete ("" none)
+	kids  int
+}
+
+func (c *client) ownNode(path string) *ownNode {
+	for i := range c.nodes {
+		if c.nodes[i].path == path {
+			return &c.nodes[i]
+		}
+	}
+	return nil
+}
+
+func (c *client) dropNode(path string) {
+	c.nodes = slices.DeleteFunc(c.nodes, func(n ownNode) bool { return n.path == path })
+}
+
+func (c *client) nodeStep() {
+	if len(c.nodes) < 2 || (len(c.nodes) < 4 && c.w.chance(0.1)) {
+		c.nodeCreate()
+		return
+	}
+	n := c.nodes[c.w.rng.IntN(len(c.nodes))]
+	switch k := c.w.rng.IntN(10); {
+	case n.child != "" && k < 6:
+		c.nodeDeleteChild(n.path, n.child)
+	case n.child == "" && k < 5:
+		c.nodeCreateChild(n.path)
+	case n.ttl && k < 9:
+		c.nodeTouch(n.path)
+	case k == 9:
+		// Forgotten: a container that never had a child stays for good, a
+		// TTL node or an empty container goes.
+		c.dropNode(n.path)
+		c.next()
+	default:
+		c.next()
+	}
+}
+
+func (c *client) nodeCreate() {
+	c.nodeCount++
+	n := ownNode{ttl: c.w.chance(0.5)}
+	var op int32
+	var body []byte
+	if n.ttl {
+		n.path = fmt.Sprintf("%sc%d-%d", ttlPrefix, c.idx, c.nodeCount)
+		ttl := c.w.between(time.Second, 4*time.Second).Milliseconds()
+		op = jute.OpCreateTTL
+		body = jute.Marshal(&jute.CreateTTLRequest{Path: n.path, ACL: openACL, Flags: jute.FlagPersistentWithTTL, TTL: ttl})
+	} else {
+		n.path = fmt.Sprintf("%sc%d-%d", containerPrefix, c.idx, c.nodeCount)
+		op = jute.OpCreateContainer
+		body = jute.Marshal(&jute.CreateRequest{Path: n.path, ACL: openACL, Flags: jute.FlagContainer})
+	}
+	c.send(&request{kind: reqWrite, op: op, body: body, path: n.path}, func(resp response) {
+		if resp.err == 0 {
+			c.ok()
+			c.nodes = append(c.nodes, n)
+		}
+		c.next()
+	}, func() { c.nodes = append(c.nodes, n) }) // perhaps created
+}
+
+func (c *client) nodeCreateChild(parent string) {
+	n := c.ownNode(parent)
+	n.kids++
+	child := fmt.Sprintf("%s/k%d", parent, n.kids)
+	body := jute.Marshal(&jute.CreateRequest{Path: child, ACL: openACL, Flags: jute.FlagPersistent})
+	c.send(&request{kind: reqWrite, op: jute.OpCreate, body: body, path: child}, func(resp response) {
+		switch resp.err {
+		case 0:
+			c.ok()
+			if n := c.ownNode(parent); n != nil {
+				n.child = child
+			}
+		case jute.ErrNoNode: // the leader removed it
+			c.ok()
+			c.dropNode(parent)
+		}
+		c.next()
+	}, func() {
+		if n := c.ownNode(parent); n != nil {
+			n.child = child // perhaps created: delete it later
+		}
+	})
+}
+
+func (c *client) nodeDeleteChild(parent, child string) {
+	body := jute.Marshal(&jute.DeleteRequest{Path: child, Version: -1})
+	c.send(&request{kind: reqWrite, op: jute.OpDelete, body: body, path: child}, func(resp response) {
+		if resp.err == 0 || resp.err == jute.ErrNoNode {
+			c.ok()
+			if n := c.ownNode(parent); n != nil && n.child == child {
+				n.child = ""
+			}
+		}
+		c.next()
+	}, nil)
+}
+
+// nodeTouch sets a TTL node's data: its TTL runs again from now.
+func (c *client) nodeTouch(path string) {
+	body := jute.Marshal(&jute.SetDataRequest{Path: path, Data: []byte("t"), Version: -1})
+	c.send(&request{kind: reqWrite, op: jute.OpSetData, body: body, path: path}, func(resp response) {
+		switch resp.err {
+		case 0:
+			c.ok()
+		case jute.ErrNoNode:
+			c.ok()
+			c.dropNode(path)
 		}
 		c.next()
 	}, nil)

@@ -39,10 +39,12 @@ type member struct {
 	core       *consensus.Core
 	rep        *server.Replica
 	tracker    *session.Tracker
+	sl         *server.SessionLeader // the server's leader-side session logic
 	applied    uint64
-	lead       uint64
-	isLeader   bool
-	term       uint64 // term in which this member became leader
+	lead       uint64 // the leader the last leader change reported
+	isLeader   bool   // sl's leader flag once its last leader change returned
+	inLeader   bool   // sl.LeaderChange runs (inside the Core's HandleReady)
+	ticks      uint64
 	reqCount   uint64
 	pending    map[uint64]func(server.Applied, bool) // by ReqID; false: failed before apply
 	reads      []*pendingRead
@@ -80,7 +82,7 @@ func (w *world) startMembers() {
 	for i := range voters {
 		voters[i] = uint64(i + 1)
 	}
-	seed := server.NewReplica(znode.Options{}, nopHooks{}, zerolog.Nop())
+	seed := server.NewReplica(treeOptions, nopHooks{}, zerolog.Nop())
 	var idx uint64
 	propose := func(p server.Proposal) {
 		idx++
@@ -129,10 +131,11 @@ func (m *member) restart() {
 	m.incarnation++
 	m.up, m.paused, m.backlog, m.disk.tear = true, false, nil, false
 	m.tracker = session.NewTracker(clock{m.w}, trackerTickMs)
-	m.rep = server.NewReplica(znode.Options{}, m, zerolog.Nop())
+	m.rep = server.NewReplica(treeOptions, m, zerolog.Nop())
+	m.sl = m.rep.NewSessionLeader(m.tracker, server.LeaderConfig{RetryAfter: expiryRetry}, leaderHooks{m})
 	m.pending = map[uint64]func(server.Applied, bool){}
 	m.reads, m.conns, m.touched = nil, map[uint64]*mconn{}, map[int64]bool{}
-	m.lead, m.isLeader, m.term = 0, false, 0
+	m.lead, m.isLeader, m.inLeader = 0, false, false
 	m.applied, m.lastSnap, m.lastNoZxid = 0, m.disk.snapshot.GetIndex(), false
 	cfg := consensus.Config{
 		ID:             m.id,
@@ -185,6 +188,7 @@ type stateMachine struct{ m *member }
 func (s stateMachine) Apply(index, term uint64, data []byte) error {
 	m := s.m
 	m.w.chk.durable(m, index, term)
+	m.w.chk.applyTerm = term
 	if err := m.rep.Apply(index, term, data); err != nil {
 		return err
 	}
@@ -284,9 +288,14 @@ func (m *member) scheduleTick() {
 		m.w.current = m
 		m.core.Tick()
 		m.process()
-		// Expiry decisions and liveness reports run every tick here.
+		// Expiry decisions and liveness reports run every tick here, the
+		// container and TTL round every containerTicks.
 		if m.up {
 			m.expiryRound()
+		}
+		m.ticks++
+		if m.up && m.ticks%containerTicks == 0 {
+			m.containerRound()
 		}
 		if m.up {
 			m.reportLiveness()
@@ -407,23 +416,59 @@ func (m *member) readStates(rs []raft.ReadState) {
 	}
 }
 
-// leaderChange is the Core's OnLeaderChange, as the server's.
+// leaderChange is the Core's OnLeaderChange: the server's own
+// (server.SessionLeader: failing proposals in flight when the leader moved,
+// the tracker reset, the term, the leader flag, in the server's order).
 func (m *member) leaderChange(isLeader bool, lead, term uint64) {
-	if lead != m.lead {
-		prev := m.lead
-		m.lead = lead
-		if prev != 0 {
-			m.failPending()
+	m.inLeader = true
+	became := m.sl.LeaderChange(isLeader, lead, term)
+	m.inLeader = false
+	m.lead, m.isLeader = lead, m.sl.IsLeader()
+	if became {
+		m.w.chk.lastElection = m.w.now
+		m.w.chk.electedAt[term] = m.w.now
+		m.w.tracef("member %d leader in term %d", m.id, term)
+	}
+}
+
+// leaderHooks are the member's server.LeaderHooks.
+type leaderHooks struct{ m *member }
+
+func (h leaderHooks) LeaderMoved() { h.m.failPending() }
+
+// Interleave runs an expiry round between the two steps of a leader change,
+// as the server's expiry loop can on its own goroutine: its proposals reach
+// the Core once the Ready that reported the change is handled.
+func (h leaderHooks) Interleave() { h.m.sl.ExpiryRound(clock{h.m.w}.Now()) }
+
+// Propose submits a leader decision, without handling the Ready it makes
+// (the caller's round, or the leader change's Ready, does): a round never
+// runs inside another. Inside a leader change (the Core's HandleReady) it
+// waits for that to end, as the server's proposals from its loops reach
+// the raft goroutine after the Ready it handles.
+func (h leaderHooks) Propose(p server.Proposal) bool {
+	m := h.m
+	switch p.Type {
+	case server.ProposalExpireSession, server.ProposalExpireSessionDelayed:
+		m.w.tracef("member %d proposes expiry of session %#x (term %d)", m.id, p.SessionID, m.sl.Term())
+	case server.ProposalDeleteContainer, server.ProposalDeleteTTL:
+		var req jute.PathRequest
+		if err := jute.Unmarshal(p.Body, &req); err == nil {
+			m.w.tracef("member %d proposes the removal of %s", m.id, req.Path)
 		}
 	}
-	if isLeader && !m.isLeader {
-		// As the server: a new leader gives every session a fresh timeout.
-		m.tracker.ResetAll(m.rep.Sessions())
-		m.term = term
-		m.w.chk.lastElection = m.w.now
-		m.w.tracef("member %d leader in term %d", m.id, m.term)
+	if !m.inLeader {
+		m.submit(&p)
+		return true
 	}
-	m.isLeader = isLeader
+	inc := m.incarnation
+	m.w.after(0, func() {
+		if m.up && m.incarnation == inc {
+			m.submit(&p)
+			m.process()
+		}
+	})
+	return true
 }
 
 // failPending fails every proposal and read in flight, as the server does
@@ -464,20 +509,16 @@ func (m *member) serveReads() {
 	}
 }
 
-// expiryRound is one round of the server's expiry decision on this member.
+// expiryRound is one round of the server's expiry loop on this member.
 func (m *member) expiryRound() {
-	term := m.core.Term()
-	m.rep.DecideExpiries(m.isLeader, m.tracker, clock{m.w}.Now(), expiryRetry, func(id int64, connID uint64) {
-		// The server fences with the term it became leader in; the term a
-		// member decides in is its current term (the same, on a leader).
-		decideTerm := m.term
-		if !m.isLeader {
-			decideTerm = term
-		}
-		m.w.tracef("member %d proposes expiry of session %#x (term %d, conn %d)", m.id, id, decideTerm, connID)
-		m.propose(&server.Proposal{Type: server.ProposalExpireSession, SessionID: id,
-			Body: server.ExpireBody(decideTerm, connID)}, nil)
-	})
+	m.sl.ExpiryRound(clock{m.w}.Now())
+	m.process()
+}
+
+// containerRound is one round of the server's container loop on this
+// member.
+func (m *member) containerRound() {
+	m.sl.ContainerRound(clock{m.w}.Now())
 	m.process()
 }
 
@@ -505,20 +546,42 @@ func (m *member) reportLiveness() {
 	})
 }
 
-// propose proposes p; done runs with the applied result, or with false if
-// the proposal failed before it applied here.
-func (m *member) propose(p *server.Proposal, done func(server.Applied, bool)) {
+// stamp gives p its proposer, request id and, unless it carries its
+// decision's, the time, as the server's propose does.
+func (m *member) stamp(p *server.Proposal) {
 	m.reqCount++
 	p.Proposer = m.id
 	p.ReqID = uint64(m.incarnation)<<40 | m.reqCount
-	p.TimeMs = clock{m.w}.Now().UnixMilli()
-	if !m.up || m.core == nil {
-		if done != nil {
-			done(server.Applied{}, false)
-		}
-		return
+	if p.TimeMs == 0 {
+		p.TimeMs = clock{m.w}.Now().UnixMilli()
 	}
-	if err := m.core.Propose(p.Encode()); err != nil {
+}
+
+// submit stamps p (unless stamped) and hands it to the Core, without
+// handling the Ready; false if the Core refused it.
+func (m *member) submit(p *server.Proposal) bool {
+	if p.ReqID == 0 {
+		m.stamp(p)
+	}
+	if p.Type == server.ProposalExpireSession {
+		m.w.chk.expiryAt[reqKey{p.Proposer, p.ReqID}] = m.w.now
+	}
+	if p.Type == server.ProposalDeleteContainer || p.Type == server.ProposalDeleteTTL {
+		var req jute.PathRequest
+		if err := jute.Unmarshal(p.Body, &req); err == nil {
+			m.w.chk.noteWrite(reqKey{p.Proposer, p.ReqID}, p.Type, req.Path, p.TimeMs, nil)
+		}
+	}
+	if !m.up || m.core == nil {
+		return false
+	}
+	return m.core.Propose(p.Encode()) == nil
+}
+
+// propose proposes p; done runs with the applied result, or with false if
+// the proposal failed before it applied here.
+func (m *member) propose(p *server.Proposal, done func(server.Applied, bool)) {
+	if !m.submit(p) {
 		if done != nil {
 			done(server.Applied{}, false)
 		}
@@ -580,6 +643,10 @@ func (m *member) ExpiryRefused(s session.Session) {
 	m.tracker.Remove(s.ID)
 	m.tracker.Track(s.ID, s.TimeoutMs)
 }
+
+// treeOptions are the members' write options: TTL nodes allowed, as
+// extendedTypesEnabled=true in zoo.cfg.
+var treeOptions = znode.Options{ExtendedTypesEnabled: true}
 
 var openACL = []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
 
@@ -716,7 +783,13 @@ func (m *member) handle(c *client, r *request) {
 		}
 	case reqWrite:
 		conn.seq++
-		m.propose(&server.Proposal{SessionID: conn.session, ConnID: conn.id, Seq: conn.seq, Type: r.op, Body: r.body},
+		p := &server.Proposal{SessionID: conn.session, ConnID: conn.id, Seq: conn.seq, Type: r.op, Body: r.body,
+			Options: treeOptions}
+		m.stamp(p)
+		if r.path != "" {
+			m.w.chk.noteWrite(reqKey{p.Proposer, p.ReqID}, r.op, r.path, p.TimeMs, r.body)
+		}
+		m.propose(p,
 			func(a server.Applied, ok bool) {
 				if !ok || a.Err == jute.ErrConnectionLoss {
 					m.closeConn(conn)

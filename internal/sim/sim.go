@@ -7,9 +7,11 @@
 // consensus.Transport, with snapshot jobs run inline. Each applies its
 // committed entries through zkraft's own replicated state machine
 // (server.Replica: entry encoding, apply, sessions, the expiry fence, the
-// znode tree) and decides session expiry with the server's own decision code
-// and session.Tracker on a simulated clock. Clients run ZooKeeper operations
-// and a Curator-style lock against the members over a simulated network.
+// znode tree) and runs the server's leader-side session logic
+// (server.SessionLeader: leader change, expiry and lock-delay rounds,
+// container and TTL removal) with a session.Tracker on the simulated clock.
+// Clients run ZooKeeper operations, a Curator-style lock, containers and TTL
+// nodes against the members over a simulated network.
 //
 // Invariants:
 //   - One run depends only on its Config: one seeded PRNG draws every choice,
@@ -68,6 +70,7 @@ const (
 	compactEvery    = 300 // applied entries between snapshots
 	keepEntries     = 50  // log entries kept behind a snapshot
 	expiryRetry     = 2 * time.Second
+	containerTicks  = 10 // raft ticks between container and TTL rounds (500 ms)
 	faultFraction   = 0.7
 	drainTime       = 3 * time.Second
 	simEpochSeconds = 1_767_225_600 // 2026-01-01, the simulated clock's zero
