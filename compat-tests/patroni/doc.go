@@ -9,11 +9,14 @@
 // replica has it), kills -9 the primary's Patroni and its postmaster
 // (process groups), checks that the replica is promoted and has the row,
 // restarts the old node's Patroni and checks it rejoins as a streaming
-// replica (pg_rewind if needed). Then it kills -9 the ensemble's leader and
-// checks, for two ttl, that the leader key stays the same znode (same data,
-// same ephemeralOwner: the primary's session survived the move to another
-// member) and that the primary kept its timeline (no demotion, no
-// failover), and restarts the member.
+// replica (pg_rewind if needed). Then it kills -9 the ensemble's leader
+// and, if the primary's session (found with the four-letter word cons) was
+// on another member, that member too, one at a time: each time it checks,
+// for 1.5 ttl and once more after a sync, that the leader key stays the same
+// znode (same data, same ephemeralOwner: the primary's session survived the
+// move to another member), that the primary kept its timeline (no demotion,
+// no failover), and, once the member is restarted, that the replica still
+// streams and the primary takes writes.
 //
 // Patroni and PostgreSQL run as the unprivileged user postgres when the test
 // runs as root (PostgreSQL refuses root). Every wait is bounded, every
@@ -25,7 +28,7 @@
 // Missing packages fail the test with an install hint; nothing is skipped.
 //
 // The test targets zkraft; ZKRAFT_TARGETS=apache runs it against Apache
-// ZooKeeper 3.8 to validate the test itself. About 60-90 s:
+// ZooKeeper 3.8 to validate the test itself. About 45-65 s:
 //
 //	go test -count=1 -v -timeout 300s ./compat-tests/patroni/
 package patroni

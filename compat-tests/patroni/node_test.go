@@ -141,7 +141,6 @@ bootstrap:
         wal_log_hints: 'on'
         max_wal_senders: 5
         max_replication_slots: 5
-        max_connections: 20
         shared_buffers: 16MB
         fsync: 'off'
   initdb:
@@ -268,11 +267,17 @@ func (n *node) killAll(d time.Duration) error {
 	cmd, done := n.cmd, n.done
 	n.mu.Unlock()
 	if cmd != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		select {
 		case <-done:
-		case <-time.After(d):
-			return fmt.Errorf("Patroni (pid %d) not reaped %v after SIGKILL", cmd.Process.Pid, d)
+			// Reaped: its pid may be reused; what is left of its group is
+			// found by leftovers.
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			select {
+			case <-done:
+			case <-time.After(d):
+				return fmt.Errorf("Patroni (pid %d) not reaped %v after SIGKILL", cmd.Process.Pid, d)
+			}
 		}
 	}
 	deadline := time.Now().Add(d)
