@@ -25,6 +25,8 @@
 // setsid), and the cleanup fails the test if any process of a node's
 // directory is left. Patroni's output (which includes PostgreSQL's) goes to
 // patroni.log in each node's directory; its tail is logged on failure.
+// TestKillAllFindsDetachedProcesses checks that cleanup on stand-in
+// processes (no Patroni needed, under a second).
 // Missing packages fail the test with an install hint; nothing is skipped.
 //
 // The test targets zkraft; ZKRAFT_TARGETS=apache runs it against Apache

@@ -51,6 +51,7 @@ type node struct {
 	apiPort int
 	pgPort  int
 	cred    *syscall.Credential // nil when the test does not run as root
+	argv    []string            // the command start runs: Patroni, or a stand-in in tests of node
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -98,6 +99,7 @@ func newNode(t *testing.T, base, scope, name string, zkHosts []string, apiPort, 
 		cfgPath: filepath.Join(dir, "patroni.yml"), logPath: filepath.Join(dir, "patroni.log"),
 		apiPort: apiPort, pgPort: pgPort, cred: cred, groups: map[int]bool{},
 	}
+	n.argv = []string{patroniBin, n.cfgPath}
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatalf("node dir: %v", err)
 	}
@@ -183,7 +185,7 @@ func (n *node) start(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%s: log: %v", n.name, err)
 	}
-	cmd := exec.Command(patroniBin, n.cfgPath)
+	cmd := exec.Command(n.argv[0], n.argv[1:]...)
 	cmd.Dir = n.dir
 	cmd.Env = []string{"HOME=" + n.dir, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C.UTF-8", "PYTHONUNBUFFERED=1"}
 	cmd.Stdout, cmd.Stderr = logf, logf
