@@ -9,6 +9,13 @@
 // from below the ephemeral range instead, at a random place so that test
 // processes running at once rarely try the same port, checks that each port
 // can be bound, and never hands out the same port twice in one process.
+//
+// Across processes a port handed out stays reserved for the life of the
+// process that got it: Ports holds an flock(2) on a file named after the
+// port (in $TMPDIR/zkraft-freeport) and never releases it; the kernel drops
+// the lock when the process exits. Another test process skips a port whose
+// file is locked, so a member that a test kills and restarts on the same
+// port does not find it taken by a concurrent package in between.
 package freeport
 
 import (
@@ -16,9 +23,11 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 )
 
 // low is the first port considered; the last is just below the ephemeral
@@ -49,8 +58,11 @@ func Ports(n int) ([]int, error) {
 	out := make([]int, 0, n)
 	for i := 0; i < span && len(out) < n; i++ {
 		p := low + (start+i)%span
-		if given[p] || !bindable(p) {
+		if given[p] || !reserve(p) {
 			continue
+		}
+		if !bindable(p) {
+			continue // stays reserved by this process: harmless
 		}
 		given[p] = true
 		out = append(out, p)
@@ -59,6 +71,30 @@ func Ports(n int) ([]int, error) {
 		return nil, fmt.Errorf("freeport: only %d of %d ports free in [%d, %d)", len(out), n, low, high)
 	}
 	return out, nil
+}
+
+// held keeps the reservation files open (and so their locks held) for
+// the life of the process.
+var held []*os.File
+
+// reserve takes this process's lock on port p; false if another process
+// holds it. Where locks cannot be taken at all (no writable temp dir),
+// every port counts as reserved, as before reservations existed.
+func reserve(p int) bool {
+	dir := filepath.Join(os.TempDir(), "zkraft-freeport")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true
+	}
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return false
+	}
+	held = append(held, f)
+	return true
 }
 
 // bindable reports whether 127.0.0.1:p can be listened on now.

@@ -2,7 +2,10 @@ package freeport
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -44,5 +47,53 @@ func TestPortSkipsABoundPort(t *testing.T) {
 	defer ln.Close()
 	if bindable(p) {
 		t.Fatalf("port %d reported bindable while listened on", p)
+	}
+}
+
+// TestPortReservedByAnotherProcessIsSkipped: a port whose reservation file
+// another open file (as another process would) has locked is not handed
+// out, and every port handed out stays locked by this process.
+func TestPortReservedByAnotherProcessIsSkipped(t *testing.T) {
+	lockFrom := func(p int) (*os.File, error) {
+		f, err := os.OpenFile(filepath.Join(os.TempDir(), "zkraft-freeport", strconv.Itoa(p)), os.O_CREATE|os.O_RDWR, 0o666)
+		if err != nil {
+			return nil, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			return nil, err
+		}
+		return f, nil
+	}
+	ports, err := Ports(5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		if f, err := lockFrom(p); err == nil {
+			f.Close()
+			t.Fatalf("port %d handed out but not reserved", p)
+		}
+	}
+	// A port some other holder locked is refused, and free once released.
+	var other *os.File
+	var p int
+	for p = low + 7; p < ephemeralStart(); p++ {
+		if given[p] {
+			continue
+		}
+		if other, err = lockFrom(p); err == nil {
+			break
+		}
+	}
+	if other == nil {
+		t.Fatal("no port to lock")
+	}
+	if reserve(p) {
+		t.Fatalf("port %d reserved although another holder has it", p)
+	}
+	other.Close()
+	if !reserve(p) {
+		t.Fatalf("port %d not reservable after the other holder let go", p)
 	}
 }
