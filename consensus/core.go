@@ -33,7 +33,8 @@ import (
 //     (CoreOptions.Now), used only to judge which peers are running.
 //   - Persist before send: a Ready's messages leave (Transport.Send) only
 //     after its snapshot, hard state and entries are durable (Storage.Write
-//     returned).
+//     returned), except the leader's appends and heartbeats (MsgApp,
+//     MsgHeartbeat), which leave first (sendAppends).
 //   - Apply only durable committed entries, in order, never skipping one:
 //     an entry reaches StateMachine.Apply only after it was written, and
 //     only as the successor of the applied index; an Apply error is fatal
@@ -88,7 +89,8 @@ type Core struct {
 	job          *SnapshotJob // decided, not yet taken by SnapshotJob()
 	confDirty    bool         // confState changed, raftConf not yet published
 	promoteConf  *pb.ConfState
-	promoteWait  int // ticks before promoting again at promoteConf
+	promoteWait  int           // ticks before promoting again at promoteConf
+	sendBuf      []*pb.Message // reused by sendAppends
 }
 
 // CoreOptions are the seams a Core's owner injects.
@@ -341,8 +343,11 @@ func (c *Core) HandleReady() error {
 	// append acknowledgements and votes, leave before what they vouch for
 	// is durable.
 	early := mutation.Enabled(mutation.AckBeforeDurable)
+	msgs := rd.Messages
 	if early {
-		c.send(rd.Messages)
+		c.send(msgs)
+	} else {
+		msgs = c.sendAppends(msgs)
 	}
 
 	// 1. Persist: snapshot payload first, then snapshot metadata, hard
@@ -374,7 +379,7 @@ func (c *Core) HandleReady() error {
 
 	// 3. Send: only now is everything the messages promise durable.
 	if !early {
-		c.send(rd.Messages)
+		c.send(msgs)
 	}
 
 	// 4. Apply the snapshot and committed entries to the state machine.
@@ -402,6 +407,29 @@ func (c *Core) HandleReady() error {
 	}
 	c.maybeCampaign()
 	return nil
+}
+
+// sendAppends sends the leader's appends and heartbeats at once, before the
+// Ready is persisted, so that the followers write in parallel with the
+// leader (raft thesis 10.2.1, as etcd does), and returns the other messages,
+// which wait for persist. Safe: they vouch for nothing about this member's
+// disk, and raft counts the leader's own copy of the entries towards the
+// commit only when Advance steps its self-acknowledgement, after persist.
+// Acknowledgements (MsgAppResp) and votes vouch for this member's durable
+// state and stay behind.
+func (c *Core) sendAppends(msgs []*pb.Message) []*pb.Message {
+	rest := msgs[:0]
+	for _, m := range msgs {
+		if t := m.GetType(); t == pb.MsgApp || t == pb.MsgHeartbeat {
+			c.sendBuf = append(c.sendBuf, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	c.send(c.sendBuf)
+	clear(c.sendBuf)
+	c.sendBuf = c.sendBuf[:0]
+	return rest
 }
 
 func (c *Core) send(msgs []*pb.Message) {

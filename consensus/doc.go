@@ -14,7 +14,10 @@
 //     the Core starts none and reads time only through an injected clock
 //     (CoreOptions.Now, to judge which peers are running).
 //   - Persist before send: a Ready's messages are handed to the Transport
-//     only after its snapshot, hard state and entries are durable.
+//     only after its snapshot, hard state and entries are durable, except
+//     the leader's appends and heartbeats, which go first so that followers
+//     write in parallel with the leader (raft counts the leader's own copy
+//     only after its write, when Advance steps its self-acknowledgement).
 //   - Apply only durable committed entries: an entry reaches
 //     StateMachine.Apply only after Storage.Write holding it returned.
 //   - Never skip an entry: entries are applied in index order, each the
