@@ -91,6 +91,7 @@ type Core struct {
 	promoteConf  *pb.ConfState
 	promoteWait  int           // ticks before promoting again at promoteConf
 	sendBuf      []*pb.Message // reused by sendAppends
+	parallel     bool          // CoreOptions.ParallelApply
 }
 
 // CoreOptions are the seams a Core's owner injects.
@@ -106,6 +107,12 @@ type CoreOptions struct {
 	OnReadStates func([]raft.ReadState)
 	// RaftLogger replaces the raft logger built from Config.Logger.
 	RaftLogger raft.Logger
+	// ParallelApply lets HandleReady apply committed entries that are
+	// durable already on the calling goroutine while a goroutine it waits
+	// for writes the Ready to Storage. StateMachine.Apply then runs
+	// concurrently with Storage.Write (never with another Core method).
+	// False: they run one after the other, apply first (the simulator).
+	ParallelApply bool
 }
 
 // NewCore loads the durable state from opts.Storage, restores the latest
@@ -132,6 +139,7 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 		transport: cfg.Transport,
 		now:       opts.Now,
 		onReads:   opts.OnReadStates,
+		parallel:  opts.ParallelApply,
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -358,7 +366,18 @@ func (c *Core) HandleReady() error {
 		c.snapMu.Lock()
 		defer c.snapMu.Unlock()
 	}
-	if err := c.persist(rd, hasSnap); err != nil {
+	// Committed entries that an earlier Ready made durable are applied
+	// while this Ready's write runs (pipelining; see applyDurable).
+	lastDurable, err := c.mem.LastIndex()
+	if err != nil {
+		return fmt.Errorf("read last raft index: %w", err)
+	}
+	committed := rd.CommittedEntries
+	if !hasSnap {
+		if committed, err = c.applyDurable(rd, lastDurable); err != nil {
+			return err
+		}
+	} else if err := c.persist(rd, hasSnap); err != nil {
 		return err
 	}
 
@@ -388,7 +407,7 @@ func (c *Core) HandleReady() error {
 			return err
 		}
 	}
-	if err := c.applyCommitted(rd.CommittedEntries); err != nil {
+	if err := c.applyCommitted(committed); err != nil {
 		return err
 	}
 	if len(rd.ReadStates) > 0 && c.onReads != nil {
@@ -436,6 +455,44 @@ func (c *Core) send(msgs []*pb.Message) {
 	if c.transport != nil && len(msgs) > 0 {
 		c.transport.Send(msgs)
 	}
+}
+
+// applyDurable persists rd (which holds no snapshot) and applies its
+// committed entries that were durable before it, up to lastDurable, the
+// first conf change excluded: with CoreOptions.ParallelApply while the
+// write runs on a goroutine it waits for, otherwise before the write. So
+// the entries a write made durable are applied while the next batch is
+// written instead of before it. It returns the committed entries left to
+// apply after the write (and the mirror into MemoryStorage). The entries
+// applied early are committed and durable here: raft never overwrites a
+// committed entry, and the MemoryStorage mirror holds only durable ones.
+func (c *Core) applyDurable(rd raft.Ready, lastDurable uint64) ([]*pb.Entry, error) {
+	ents := rd.CommittedEntries
+	n := 0
+	for n < len(ents) && ents[n].GetIndex() <= lastDurable && ents[n].GetType() == pb.EntryNormal {
+		n++
+	}
+	if n == 0 {
+		return ents, c.persist(rd, false)
+	}
+	var perr, aerr error
+	if c.parallel && (len(rd.Entries) > 0 || rd.MustSync) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			perr = c.persist(rd, false)
+		}()
+		aerr = c.applyCommitted(ents[:n])
+		<-done
+	} else {
+		if aerr = c.applyCommitted(ents[:n]); aerr == nil {
+			perr = c.persist(rd, false)
+		}
+	}
+	if err := errors.Join(aerr, perr); err != nil {
+		return nil, err
+	}
+	return ents[n:], nil
 }
 
 // persist writes the durable part of rd. A HardState that only moves the

@@ -436,3 +436,71 @@ func TestProposalsShareOneWrite(t *testing.T) {
 	require.Equal(t, uint64(k), after.PersistedEntries-before.PersistedEntries)
 	require.Equal(t, uint64(1), after.PersistBatches-before.PersistBatches, "queued proposals share one write")
 }
+
+// chanSM signals each applied entry's data on applied.
+type chanSM struct{ applied chan string }
+
+func (s *chanSM) Apply(_, _ uint64, data []byte) error {
+	s.applied <- string(data)
+	return nil
+}
+func (s *chanSM) Snapshot() ([]byte, error)    { return nil, nil }
+func (s *chanSM) Restore(uint64, []byte) error { return nil }
+
+// TestApplyDurableDuringNextWrite: on a single member, entries a write made
+// durable are applied while (ParallelApply) or before the write of the
+// entries proposed after it, in one Ready, and never before their own write.
+func TestApplyDurableDuringNextWrite(t *testing.T) {
+	tests := []struct {
+		name     string
+		parallel bool
+	}{
+		{name: "parallel", parallel: true},
+		{name: "sequential", parallel: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newMemStorage()
+			sm := &chanSM{applied: make(chan string, 16)}
+			c, err := NewCore(Config{ID: 1, Peers: []Peer{{ID: 1}}, Logger: zerolog.Nop()}, sm,
+				CoreOptions{Storage: st, ParallelApply: tt.parallel})
+			require.NoError(t, err)
+			for i := 0; i < 10 && !c.IsLeader(); i++ {
+				for c.HasReady() {
+					require.NoError(t, c.HandleReady())
+				}
+			}
+			require.True(t, c.IsLeader())
+			var got []string
+			st.onWrite = func(w *WriteBatch) {
+				for _, e := range w.Entries {
+					if string(e.GetData()) != "b" {
+						continue
+					}
+					// The write of b waits (bounded) for a to be applied.
+					select {
+					case d := <-sm.applied:
+						got = append(got, d)
+					case <-time.After(5 * time.Second):
+						got = append(got, "timeout")
+					}
+				}
+			}
+			require.NoError(t, c.Propose([]byte("a")))
+			require.NoError(t, c.HandleReady()) // writes a
+			select {
+			case d := <-sm.applied:
+				t.Fatalf("%q applied in the Ready that wrote it", d)
+			default:
+			}
+			require.NoError(t, c.Propose([]byte("b")))
+			require.NoError(t, c.HandleReady()) // applies a, writes b
+			require.Equal(t, []string{"a"}, got, "a was applied while or before b was written")
+			require.Equal(t, st.lastIndex()-1, c.AppliedIndex(), "a applied, b written, not applied")
+			require.True(t, c.HasReady())
+			require.NoError(t, c.HandleReady()) // applies b
+			require.Equal(t, "b", <-sm.applied)
+			require.Equal(t, st.lastIndex(), c.AppliedIndex())
+		})
+	}
+}
