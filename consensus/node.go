@@ -134,7 +134,11 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 	if n.store, err = openDiskStore(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}
-	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: n.store, OnReadStates: n.reads.deliver, ParallelApply: true})
+	var st Storage = n.store
+	if testWrapStorage != nil {
+		st = testWrapStorage(st)
+	}
+	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: st, OnReadStates: n.reads.deliver, ParallelApply: true})
 	if err != nil {
 		_ = n.store.Close()
 		return nil, err
@@ -216,6 +220,9 @@ func (n *Node) run() {
 		}
 	}
 }
+
+// testWrapStorage, set only by tests, wraps the Storage Start hands the Core.
+var testWrapStorage func(Storage) Storage
 
 // maxEarlyRuns bounds how often one loop iteration runs queued work
 // between two Readys before it returns to the ticker and Stop.
