@@ -334,9 +334,11 @@ func (c *Core) ReportSnapshot(id uint64, failed bool) {
 func (c *Core) HasReady() bool { return c.rn.HasReady() }
 
 // HandleReady takes one raft.Ready and handles it completely in the
-// documented order: persist, mirror into MemoryStorage, send, restore a
-// received snapshot, apply committed entries, deliver read states, notify a
-// leader change, decide a local snapshot (taken with SnapshotJob), Advance.
+// documented order: send the leader's appends, persist (applying the
+// committed entries that were durable already meanwhile, applyDurable),
+// mirror into MemoryStorage, send, restore a received snapshot, apply the
+// other committed entries, deliver read states, notify a leader change,
+// decide a local snapshot (taken with SnapshotJob), Advance.
 // Any error is fatal: raft is not advanced and the Core must not be used
 // again.
 func (c *Core) HandleReady() error {
