@@ -34,7 +34,8 @@ import (
 //     (CoreOptions.Now), used only to judge which peers are running.
 //   - Persist before send: a Ready's messages leave (Transport.Send) only
 //     after its snapshot, hard state and entries are durable (Storage.Write
-//     returned).
+//     returned), except the leader's appends and heartbeats (MsgApp,
+//     MsgHeartbeat), which leave first (sendAppends).
 //   - Apply only durable committed entries, in order, never skipping one:
 //     an entry reaches StateMachine.Apply only after it was written, and
 //     only as the successor of the applied index; an Apply error is fatal
@@ -89,6 +90,8 @@ type Core struct {
 	promoteConf  *pb.ConfState
 	promoteWait  int             // ticks before promoting again at promoteConf
 	changes      []*MemberChange // membership changes; the first one runs
+	sendBuf      []*pb.Message   // reused by sendAppends
+	parallel     bool            // CoreOptions.ParallelApply
 }
 
 // CoreOptions are the seams a Core's owner injects.
@@ -104,6 +107,12 @@ type CoreOptions struct {
 	OnReadStates func([]raft.ReadState)
 	// RaftLogger replaces the raft logger built from Config.Logger.
 	RaftLogger raft.Logger
+	// ParallelApply lets HandleReady apply committed entries that are
+	// durable already on the calling goroutine while a goroutine it waits
+	// for writes the Ready to Storage. StateMachine.Apply then runs
+	// concurrently with Storage.Write (never with another Core method).
+	// False: they run one after the other, apply first (the simulator).
+	ParallelApply bool
 }
 
 // NewCore loads the durable state from opts.Storage, restores the latest
@@ -130,6 +139,7 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 		transport: cfg.Transport,
 		now:       opts.Now,
 		onReads:   opts.OnReadStates,
+		parallel:  opts.ParallelApply,
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -311,9 +321,11 @@ func (c *Core) ReportSnapshot(id uint64, failed bool) {
 func (c *Core) HasReady() bool { return c.rn.HasReady() }
 
 // HandleReady takes one raft.Ready and handles it completely in the
-// documented order: persist, mirror into MemoryStorage, send, restore a
-// received snapshot, apply committed entries, deliver read states, notify a
-// leader change, decide a local snapshot (taken with SnapshotJob), Advance.
+// documented order: send the leader's appends, persist (applying the
+// committed entries that were durable already meanwhile, applyDurable),
+// mirror into MemoryStorage, send, restore a received snapshot, apply the
+// other committed entries, deliver read states, notify a leader change,
+// decide a local snapshot (taken with SnapshotJob), Advance.
 // Any error is fatal: raft is not advanced and the Core must not be used
 // again.
 func (c *Core) HandleReady() error {
@@ -328,8 +340,11 @@ func (c *Core) HandleReady() error {
 	// append acknowledgements and votes, leave before what they vouch for
 	// is durable.
 	early := mutation.Enabled(mutation.AckBeforeDurable)
+	msgs := rd.Messages
 	if early {
-		c.send(rd.Messages)
+		c.send(msgs)
+	} else {
+		msgs = c.sendAppends(msgs)
 	}
 
 	// 1. Persist: snapshot payload first, then snapshot metadata, hard
@@ -340,7 +355,18 @@ func (c *Core) HandleReady() error {
 		c.snapMu.Lock()
 		defer c.snapMu.Unlock()
 	}
-	if err := c.persist(rd, hasSnap); err != nil {
+	// Committed entries that an earlier Ready made durable are applied
+	// while this Ready's write runs (pipelining; see applyDurable).
+	lastDurable, err := c.mem.LastIndex()
+	if err != nil {
+		return fmt.Errorf("read last raft index: %w", err)
+	}
+	committed := rd.CommittedEntries
+	if !hasSnap {
+		if committed, err = c.applyDurable(rd, lastDurable); err != nil {
+			return err
+		}
+	} else if err := c.persist(rd, hasSnap); err != nil {
 		return err
 	}
 
@@ -361,7 +387,7 @@ func (c *Core) HandleReady() error {
 
 	// 3. Send: only now is everything the messages promise durable.
 	if !early {
-		c.send(rd.Messages)
+		c.send(msgs)
 	}
 
 	// 4. Apply the snapshot and committed entries to the state machine.
@@ -370,7 +396,7 @@ func (c *Core) HandleReady() error {
 			return err
 		}
 	}
-	if err := c.applyCommitted(rd.CommittedEntries); err != nil {
+	if err := c.applyCommitted(committed); err != nil {
 		return err
 	}
 	if len(rd.ReadStates) > 0 && c.onReads != nil {
@@ -394,10 +420,71 @@ func (c *Core) HandleReady() error {
 	return nil
 }
 
+// sendAppends sends the leader's appends and heartbeats at once, before the
+// Ready is persisted, so that the followers write in parallel with the
+// leader (raft thesis 10.2.1, as etcd does), and returns the other messages,
+// which wait for persist. Safe: they vouch for nothing about this member's
+// disk, and raft counts the leader's own copy of the entries towards the
+// commit only when Advance steps its self-acknowledgement, after persist.
+// Acknowledgements (MsgAppResp) and votes vouch for this member's durable
+// state and stay behind.
+func (c *Core) sendAppends(msgs []*pb.Message) []*pb.Message {
+	rest := msgs[:0]
+	for _, m := range msgs {
+		if t := m.GetType(); t == pb.MsgApp || t == pb.MsgHeartbeat {
+			c.sendBuf = append(c.sendBuf, m)
+		} else {
+			rest = append(rest, m)
+		}
+	}
+	c.send(c.sendBuf)
+	clear(c.sendBuf)
+	c.sendBuf = c.sendBuf[:0]
+	return rest
+}
+
 func (c *Core) send(msgs []*pb.Message) {
 	if c.transport != nil && len(msgs) > 0 {
 		c.transport.Send(msgs)
 	}
+}
+
+// applyDurable persists rd (which holds no snapshot) and applies its
+// committed entries that were durable before it, up to lastDurable, the
+// first conf change excluded: with CoreOptions.ParallelApply while the
+// write runs on a goroutine it waits for, otherwise before the write. So
+// the entries a write made durable are applied while the next batch is
+// written instead of before it. It returns the committed entries left to
+// apply after the write (and the mirror into MemoryStorage). The entries
+// applied early are committed and durable here: raft never overwrites a
+// committed entry, and the MemoryStorage mirror holds only durable ones.
+func (c *Core) applyDurable(rd raft.Ready, lastDurable uint64) ([]*pb.Entry, error) {
+	ents := rd.CommittedEntries
+	n := 0
+	for n < len(ents) && ents[n].GetIndex() <= lastDurable && ents[n].GetType() == pb.EntryNormal {
+		n++
+	}
+	if n == 0 {
+		return ents, c.persist(rd, false)
+	}
+	var perr, aerr error
+	if c.parallel && (len(rd.Entries) > 0 || rd.MustSync) {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			perr = c.persist(rd, false)
+		}()
+		aerr = c.applyCommitted(ents[:n])
+		<-done
+	} else {
+		if aerr = c.applyCommitted(ents[:n]); aerr == nil {
+			perr = c.persist(rd, false)
+		}
+	}
+	if err := errors.Join(aerr, perr); err != nil {
+		return nil, err
+	}
+	return ents[n:], nil
 }
 
 // persist writes the durable part of rd. A HardState that only moves the

@@ -23,6 +23,7 @@ type memStorage struct {
 	snap     *pb.SnapshotMetadata
 	ents     []*pb.Entry
 	payloads map[[2]uint64][]byte
+	onWrite  func(*WriteBatch) // called before a Write takes effect
 }
 
 func newMemStorage() *memStorage { return &memStorage{payloads: map[[2]uint64][]byte{}} }
@@ -38,6 +39,9 @@ func (s *memStorage) Load() (LoadedState, error) {
 }
 
 func (s *memStorage) Write(w *WriteBatch) error {
+	if s.onWrite != nil {
+		s.onWrite(w)
+	}
 	if w.Snapshot != nil {
 		s.snap = proto.Clone(w.Snapshot).(*pb.SnapshotMetadata)
 	}
@@ -113,6 +117,8 @@ type coreGroup struct {
 	bad    []string
 	now    time.Time       // the Cores' clock, one tick per round
 	down   map[uint64]bool // members that neither tick nor receive
+	// appSent: per sender, the entry indexes it sent in an MsgApp.
+	appSent map[uint64]map[uint64]bool
 }
 
 type groupTransport struct {
@@ -124,6 +130,10 @@ func (t groupTransport) Send(msgs []*pb.Message) {
 	st := t.g.stores[t.id]
 	for _, m := range msgs {
 		switch m.GetType() {
+		case pb.MsgApp:
+			for _, e := range m.GetEntries() {
+				t.g.appSent[t.id][e.GetIndex()] = true
+			}
 		case pb.MsgAppResp:
 			if !m.GetReject() && m.GetIndex() > st.lastIndex() {
 				t.g.bad = append(t.g.bad, fmt.Sprintf("member %d acknowledges index %d, durable up to %d",
@@ -160,13 +170,14 @@ func (s *durableSM) Restore(uint64, []byte) error { return nil }
 
 func newCoreGroup(t *testing.T, n int) *coreGroup {
 	g := &coreGroup{cores: map[uint64]*Core{}, stores: map[uint64]*memStorage{}, sms: map[uint64]*durableSM{},
-		now: time.Unix(1_700_000_000, 0), down: map[uint64]bool{}}
+		now: time.Unix(1_700_000_000, 0), down: map[uint64]bool{}, appSent: map[uint64]map[uint64]bool{}}
 	var peers []Peer
 	for id := uint64(1); id <= uint64(n); id++ {
 		peers = append(peers, Peer{ID: id})
 	}
 	for id := uint64(1); id <= uint64(n); id++ {
 		g.stores[id] = newMemStorage()
+		g.appSent[id] = map[uint64]bool{}
 		g.sms[id] = &durableSM{g: g, id: id}
 		c, err := NewCore(Config{ID: id, Peers: peers, Transport: groupTransport{g, id}, Logger: zerolog.Nop()},
 			g.sms[id], CoreOptions{Storage: g.stores[id], Now: func() time.Time { return g.now }})
@@ -257,6 +268,61 @@ func TestCorePersistsBeforeSend(t *testing.T) {
 			} else {
 				require.Empty(t, g.bad)
 			}
+		})
+	}
+}
+
+// TestLeaderSendsAppendsBeforeWrite: the leader hands its MsgApps to the
+// transport before its own storage write of the entries they carry, so the
+// followers write in parallel with it; followers still acknowledge only
+// durable entries (checked by the group's transport), and every member
+// applies only durable entries.
+func TestLeaderSendsAppendsBeforeWrite(t *testing.T) {
+	tests := []struct {
+		name    string
+		members int
+	}{
+		{name: "three members", members: 3},
+		{name: "five members", members: 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newCoreGroup(t, tt.members)
+			early, late := 0, 0
+			for id, st := range g.stores {
+				st.onWrite = func(w *WriteBatch) {
+					if !g.cores[id].IsLeader() {
+						return
+					}
+					for _, e := range w.Entries {
+						if len(e.GetData()) == 0 {
+							continue // the new leader's empty entry
+						}
+						if g.appSent[id][e.GetIndex()] {
+							early++
+						} else {
+							late++
+						}
+					}
+				}
+			}
+			proposed := 0
+			for r := 0; r < 200; r++ {
+				g.round(t)
+				for _, c := range g.cores {
+					if c.IsLeader() && proposed < 50 {
+						require.NoError(t, c.Propose([]byte(fmt.Sprintf("e%d", proposed))))
+						proposed++
+					}
+				}
+			}
+			require.Equal(t, 50, proposed, "a leader was elected and took proposals")
+			require.Equal(t, 50, early, "the leader sent each entry before writing it")
+			require.Zero(t, late, "entries the leader wrote before sending them")
+			for id, sm := range g.sms {
+				require.Len(t, sm.datas, 50, "member %d applied every entry", id)
+			}
+			require.Empty(t, g.bad)
 		})
 	}
 }
@@ -375,4 +441,72 @@ func TestProposalsShareOneWrite(t *testing.T) {
 	after := n.Status()
 	require.Equal(t, uint64(k), after.PersistedEntries-before.PersistedEntries)
 	require.Equal(t, uint64(1), after.PersistBatches-before.PersistBatches, "queued proposals share one write")
+}
+
+// chanSM signals each applied entry's data on applied.
+type chanSM struct{ applied chan string }
+
+func (s *chanSM) Apply(_, _ uint64, data []byte) error {
+	s.applied <- string(data)
+	return nil
+}
+func (s *chanSM) Snapshot() ([]byte, error)    { return nil, nil }
+func (s *chanSM) Restore(uint64, []byte) error { return nil }
+
+// TestApplyDurableDuringNextWrite: on a single member, entries a write made
+// durable are applied while (ParallelApply) or before the write of the
+// entries proposed after it, in one Ready, and never before their own write.
+func TestApplyDurableDuringNextWrite(t *testing.T) {
+	tests := []struct {
+		name     string
+		parallel bool
+	}{
+		{name: "parallel", parallel: true},
+		{name: "sequential", parallel: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newMemStorage()
+			sm := &chanSM{applied: make(chan string, 16)}
+			c, err := NewCore(Config{ID: 1, Peers: []Peer{{ID: 1}}, Logger: zerolog.Nop()}, sm,
+				CoreOptions{Storage: st, ParallelApply: tt.parallel})
+			require.NoError(t, err)
+			for i := 0; i < 10 && !c.IsLeader(); i++ {
+				for c.HasReady() {
+					require.NoError(t, c.HandleReady())
+				}
+			}
+			require.True(t, c.IsLeader())
+			var got []string
+			st.onWrite = func(w *WriteBatch) {
+				for _, e := range w.Entries {
+					if string(e.GetData()) != "b" {
+						continue
+					}
+					// The write of b waits (bounded) for a to be applied.
+					select {
+					case d := <-sm.applied:
+						got = append(got, d)
+					case <-time.After(5 * time.Second):
+						got = append(got, "timeout")
+					}
+				}
+			}
+			require.NoError(t, c.Propose([]byte("a")))
+			require.NoError(t, c.HandleReady()) // writes a
+			select {
+			case d := <-sm.applied:
+				t.Fatalf("%q applied in the Ready that wrote it", d)
+			default:
+			}
+			require.NoError(t, c.Propose([]byte("b")))
+			require.NoError(t, c.HandleReady()) // applies a, writes b
+			require.Equal(t, []string{"a"}, got, "a was applied while or before b was written")
+			require.Equal(t, st.lastIndex()-1, c.AppliedIndex(), "a applied, b written, not applied")
+			require.True(t, c.HasReady())
+			require.NoError(t, c.HandleReady()) // applies b
+			require.Equal(t, "b", <-sm.applied)
+			require.Equal(t, st.lastIndex(), c.AppliedIndex())
+		})
+	}
 }

@@ -14,7 +14,10 @@
 //     the Core starts none and reads time only through an injected clock
 //     (CoreOptions.Now, to judge which peers are running).
 //   - Persist before send: a Ready's messages are handed to the Transport
-//     only after its snapshot, hard state and entries are durable.
+//     only after its snapshot, hard state and entries are durable, except
+//     the leader's appends and heartbeats, which go first so that followers
+//     write in parallel with the leader (raft counts the leader's own copy
+//     only after its write, when Advance steps its self-acknowledgement).
 //   - Apply only durable committed entries: an entry reaches
 //     StateMachine.Apply only after Storage.Write holding it returned.
 //   - Never skip an entry: entries are applied in index order, each the
@@ -34,10 +37,14 @@
 // Start). The loop ticks the Core, runs the work other goroutines queued
 // (proposals, peer messages, read requests, reports), then handles every
 // resulting raft.Ready completely (persist, send, apply, decide a
-// snapshot, Advance) before taking more work, so all StateMachine methods
-// and OnLeaderChange run on that goroutine, one at a time. Everything
-// queued while the loop was writing is handed to raft before the next
-// Ready, so concurrent proposals share one fsync (group commit). Propose,
+// snapshot, Advance), so all StateMachine methods and OnLeaderChange run on
+// that goroutine, one at a time. Everything queued while the loop was
+// writing is handed to raft before the next Ready, also when raft has a
+// Ready pending already (bounded per wake-up), so concurrent proposals
+// share one fsync (group commit) and the next batch is written while the
+// last is applied: Core.HandleReady (CoreOptions.ParallelApply) writes on
+// a goroutine it starts and waits for while it applies committed entries
+// that were durable already. Propose,
 // ReadIndex, WaitApplied, Status and the MessageHandler methods may be
 // called from any goroutine; MessageHandler.Step only queues and never
 // blocks the transport's reader. The Transport's own goroutines call the

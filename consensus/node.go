@@ -137,7 +137,11 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 	if n.store, err = openDiskStore(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}
-	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: n.store, OnReadStates: n.reads.deliver})
+	var st Storage = n.store
+	if testWrapStorage != nil {
+		st = testWrapStorage(st)
+	}
+	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: st, OnReadStates: n.reads.deliver, ParallelApply: true})
 	if err != nil {
 		_ = n.store.Close()
 		return nil, err
@@ -177,11 +181,7 @@ func (n *Node) run() {
 		case <-ticker.C:
 			n.core.Tick()
 		case <-n.q.wake:
-			ops = n.q.take(ops)
-			for i, op := range ops {
-				op(n)
-				ops[i] = nil
-			}
+			ops = n.runQueued(ops)
 		case err := <-n.snaps.doneC:
 			if err = n.core.SnapshotDone(err); err != nil {
 				n.fatal = err
@@ -191,18 +191,48 @@ func (n *Node) run() {
 		case <-n.stopc:
 			return
 		}
-		for n.core.HasReady() {
+		for early := 0; n.core.HasReady(); {
 			if err := n.core.HandleReady(); err != nil {
 				n.fatal = err
 				n.lg.Error().Err(err).Msg("fatal error, stopping raft node")
 				return
 			}
 			n.retryHeld()
+			// Once a write is done, raft has more (on a single member, the
+			// entries it committed by Advance): hand it the work queued
+			// meanwhile first, so that the next Ready writes the new
+			// proposals while it applies those (Core.applyDurable). Bounded,
+			// so ticks and Stop are not held off under load.
+			if early < maxEarlyRuns && n.core.HasReady() {
+				select {
+				case <-n.q.wake:
+					ops = n.runQueued(ops)
+					early++
+				default:
+				}
+			}
 		}
 		if job := n.core.SnapshotJob(); job != nil {
 			n.snaps.jobs <- job // capacity 1, and at most one job is in flight
 		}
 	}
+}
+
+// testWrapStorage, set only by tests, wraps the Storage Start hands the Core.
+var testWrapStorage func(Storage) Storage
+
+// maxEarlyRuns bounds how often one loop iteration runs queued work
+// between two Readys before it returns to the ticker and Stop.
+const maxEarlyRuns = 8
+
+// runQueued runs the work other goroutines queued, reusing buf.
+func (n *Node) runQueued(buf []func(*Node)) []func(*Node) {
+	buf = n.q.take(buf)
+	for i, op := range buf {
+		op(n)
+		buf[i] = nil
+	}
+	return buf
 }
 
 // shutdown runs on the loop goroutine when it exits, whatever the reason.

@@ -4,7 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -226,4 +228,77 @@ func testCtxDone(t *testing.T) <-chan struct{} { return testCtx(t).Done() }
 func TestProposeValidation(t *testing.T) {
 	tn := startTestNode(t, t.TempDir())
 	require.ErrorIs(t, tn.Propose(testCtx(t), nil), ErrEmptyProposal)
+}
+
+// hookStorage calls before at the start of every Write.
+type hookStorage struct {
+	Storage
+	before func(*WriteBatch)
+}
+
+func (s hookStorage) Write(w *WriteBatch) error {
+	s.before(w)
+	return s.Storage.Write(w)
+}
+
+// gateSM holds Apply of the entry "a" until gate is closed (bounded).
+type gateSM struct {
+	*logSM
+	gate    chan struct{}
+	blocked atomic.Bool // Apply of "a" gave up waiting
+}
+
+func (s *gateSM) Apply(index, term uint64, data []byte) error {
+	if string(data) == "a" {
+		select {
+		case <-s.gate:
+		case <-time.After(5 * time.Second):
+			s.blocked.Store(true)
+		}
+	}
+	return s.logSM.Apply(index, term, data)
+}
+
+// TestLoopWritesNextBatchWhileApplying: on a single member, a proposal
+// queued while the loop writes entry a is written while a is applied (the
+// loop hands it to raft before the Ready that applies a), not after.
+func TestLoopWritesNextBatchWhileApplying(t *testing.T) {
+	aWriting := make(chan struct{})
+	release := make(chan struct{})
+	sm := &gateSM{logSM: newLogSM(), gate: make(chan struct{})}
+	var aOnce, bOnce sync.Once
+	testWrapStorage = func(s Storage) Storage {
+		return hookStorage{Storage: s, before: func(w *WriteBatch) {
+			for _, e := range w.Entries {
+				switch string(e.GetData()) {
+				case "a": // hold the write of a until b is queued
+					aOnce.Do(func() { close(aWriting) })
+					<-release
+				case "b": // a may be applied now
+					bOnce.Do(func() { close(sm.gate) })
+				}
+			}
+		}}
+	}
+	t.Cleanup(func() { testWrapStorage = nil })
+	n, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = n.Stop() })
+	ctx := testCtx(t)
+	require.Eventually(t, n.IsLeader, testTimeout, 5*time.Millisecond)
+
+	errc := make(chan error, 2)
+	go func() { errc <- n.Propose(ctx, []byte("a")) }()
+	<-aWriting
+	go func() { errc <- n.Propose(ctx, []byte("b")) }()
+	require.Eventually(t, func() bool {
+		n.q.mu.Lock()
+		defer n.q.mu.Unlock()
+		return len(n.q.ops) == 1
+	}, testTimeout, time.Millisecond)
+	close(release)
+	require.NoError(t, <-errc)
+	require.NoError(t, <-errc)
+	sm.waitCount(t, 2)
+	require.False(t, sm.blocked.Load(), "b was not written while a was applied")
 }
