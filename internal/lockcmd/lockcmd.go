@@ -127,9 +127,10 @@ func Lock(args []string, stderr io.Writer) int {
 		_, err = recipe.ParseLayout(*layoutName)
 	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "zkraft lock: %v\n%s\n", err, lockUsage)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // --help: the usage went to stderr
 		}
+		fmt.Fprintf(stderr, "zkraft lock: %v\n%s\n", err, lockUsage)
 		return ExitUsage
 	}
 	layout, _ := recipe.ParseLayout(*layoutName)
@@ -164,9 +165,10 @@ func Elect(args []string, stdout, stderr io.Writer) int {
 		err = fmt.Errorf("--watch takes no CMD, got %q", argv)
 	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "zkraft elect: %v\n%s\n", err, electUsage)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0 // --help: the usage went to stderr
 		}
+		fmt.Fprintf(stderr, "zkraft elect: %v\n%s\n", err, electUsage)
 		return ExitUsage
 	}
 	rep, err := newReporter("zkraft elect", stderr, c.logLevel)

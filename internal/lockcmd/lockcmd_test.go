@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -90,6 +91,31 @@ func TestChildStatus(t *testing.T) {
 			}
 			if got := c.status(); got != tc.want {
 				t.Errorf("status %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestHelpExitsZero: --help prints the usage and exits 0, a bad flag exits
+// with ExitUsage, for both commands (zkraft's other commands do the same).
+func TestHelpExitsZero(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(args []string, stderr io.Writer) int
+	}{
+		{"lock", func(a []string, e io.Writer) int { return Lock(a, e) }},
+		{"elect", func(a []string, e io.Writer) int { return Elect(a, io.Discard, e) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var errOut strings.Builder
+			if got := tc.run([]string{"--help"}, &errOut); got != 0 {
+				t.Fatalf("--help exited %d, want 0", got)
+			}
+			if !strings.Contains(errOut.String(), "usage: zkraft "+tc.name) {
+				t.Fatalf("--help printed %q", errOut.String())
+			}
+			if got := tc.run([]string{"--nope"}, io.Discard); got != ExitUsage {
+				t.Fatalf("a bad flag exited %d, want %d", got, ExitUsage)
 			}
 		})
 	}
