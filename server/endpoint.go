@@ -3,6 +3,7 @@ package server
 import (
 	"strings"
 
+	"github.com/zkraft/zkraft/internal/mutation"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
 )
@@ -45,6 +46,11 @@ func (ep *endpoint) closeEntry(xid int32) *entry {
 	ep.writeSeq++
 	return &entry{Type: entryCloseSession, SessionID: ep.sessionID, Cxid: xid, ConnID: ep.connID, Seq: ep.writeSeq}
 }
+
+// syncBarrier reports whether a sync is answered only after a ReadIndex
+// barrier applied (always, but under the sync-without-barrier mutation):
+// reads sent after it then see every write committed before it was sent.
+func syncBarrier() bool { return !mutation.Enabled(mutation.SyncWithoutBarrier) }
 
 // writeReplyBody is the reply code and body of an applied write of op.
 func writeReplyBody(op int32, r *applyResult) (int32, jute.Record) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/zkraft/zkraft/internal/mutation"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/session"
 	"github.com/zkraft/zkraft/znode"
@@ -232,5 +233,23 @@ func TestEndpointReads(t *testing.T) {
 	}
 	if s, _ := g.ep.Request([]byte{0, 1}); !s.Close {
 		t.Fatal("short frame not closing")
+	}
+}
+
+// TestEndpointSyncWithoutBarrier: under the sync-without-barrier mutation a
+// sync is answered at once, with no barrier to wait for.
+func TestEndpointSyncWithoutBarrier(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "on"}[on], func(t *testing.T) {
+			if err := mutation.Set(mutation.SyncWithoutBarrier, on); err != nil {
+				t.Fatal(err)
+			}
+			defer mutation.Reset()
+			g := newEndpointRig(t, nil)
+			s, f := g.request(1, jute.OpSync, &jute.PathRequest{Path: "/"})
+			if s.Sync == on || (f != nil) != on {
+				t.Fatalf("mutation %v: sync step %+v", on, s)
+			}
+		})
 	}
 }

@@ -320,7 +320,12 @@ func (e *Endpoint) Request(frame []byte) (Step, error) {
 			s.Reply = e.reply(hdr.Xid, zxid, jute.ErrMarshallingError, nil)
 			return s, nil
 		}
-		s.Sync, s.path = true, r.Path
+		s.path = r.Path
+		if !syncBarrier() {
+			s.Reply = e.SyncReply(s)
+			return s, nil
+		}
+		s.Sync = true
 	case jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
 		var r jute.PathWatchRequest
 		if jute.NewDecoder(body, e.maxLen).ReadRecord(&r) != nil {

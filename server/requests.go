@@ -220,6 +220,11 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 	if jute.Unmarshal(body, &r) != nil {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
 	}
+	if !syncBarrier() {
+		return c.enqueue(&item{holdWrites: true, build: func(c *conn, _ *item) ([]byte, bool) {
+			return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
+		}})
+	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout), holdWrites: true}
 	// Counted in connWG: this connection's serve goroutine, counted too, is
 	// running, so Stop waits for it; Stop's cancel ends the wait.

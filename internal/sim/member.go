@@ -772,7 +772,14 @@ func (m *member) handle(c *client, r *request) {
 		reply(response{wire: steps[0].Reply})
 	case reqSyncRead, reqChildren:
 		if !steps[0].Sync {
-			m.w.fail("request", "member %d: a sync frame was not handled as a sync", m.id)
+			// The sync is answered at once (a refusal, or no barrier),
+			// and the read queued behind it is served then.
+			st, err := conn.ep.Request(r.frames[1][4:])
+			if err != nil {
+				m.w.fail("request", "member %d: %v", m.id, err)
+				return
+			}
+			reply(response{wire: append(steps[0].Reply, st.Reply...)})
 			return
 		}
 		m.readCount++
