@@ -14,9 +14,10 @@ import (
 
 // This file is the seam for tools that drive consensus themselves (the
 // deterministic simulator, cmd/zksim): the replicated state machine of one
-// member, the entries the request path proposes and the leader-side session
-// logic (leader change, expiry, lock-delay and container/TTL rounds),
-// exactly as the server uses them. It only exposes the server's
+// member, the entries the request path proposes, a client connection's
+// request handling without its goroutines (Endpoint) and the leader-side
+// session logic (leader change, expiry, lock-delay and container/TTL
+// rounds), exactly as the server uses them. It only exposes the server's
 // own code: the body builders below are the ones the request path calls.
 
 // Replica is one member's replicated state (the data tree, the sessions and
