@@ -61,7 +61,7 @@ type conn struct {
 	sessionID int64
 	timeoutMs int32
 	connID    uint64                    // unique per connection across members and restarts
-	writeSeq  uint64                    // sequence number of the last proposed write (reader only)
+	ep        endpoint                  // entries of the connection's writes (reader only)
 	authIDs   atomic.Pointer[[]jute.Id] // copy-on-write; ip first, then added ids
 	// saslServer is the connection's DIGEST-MD5 exchange, made at its first
 	// SASL request (reader goroutine only).
@@ -359,6 +359,7 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 		resp.SessionID, resp.Passwd = sess.ID, sess.Password
 	}
 	c.sessionID, c.timeoutMs = resp.SessionID, timeout
+	c.ep = endpoint{sessionID: c.sessionID, connID: c.connID}
 	if !srv.attachSession(c) {
 		// Closed or expired (or attached elsewhere) after its entry was
 		// applied here: ZooKeeper's answer to an expired session.
@@ -671,14 +672,8 @@ func (c *conn) reply(xid int32, zxid int64, code int32, body jute.Record) []byte
 // does for a failed SASL request (its SetSASLResponse, which the Java
 // client reads in any case).
 func (c *conn) replyWithBody(xid int32, zxid int64, code int32, body jute.Record) []byte {
-	c.enc.Reset()
-	start := c.enc.StartFrame()
-	c.enc.WriteRecord(&jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: code})
-	if body != nil {
-		c.enc.WriteRecord(body)
-	}
-	c.enc.EndFrame(start)
+	frame := encodeReplyWithBody(c.enc, xid, zxid, code, body)
 	c.stats.lastZxid.Store(zxid)
 	c.replyZxid = zxid
-	return c.enc.Bytes()
+	return frame
 }

@@ -24,7 +24,7 @@
 //     registers connections (addConn) and starts their reader. Tracked by
 //     Server.wg; ends when Stop closes the listener.
 //   - per connection, the reader (conn.serve, after serveTLS's handshake for
-//     TLS) owns the read side of the socket, conn.writeSeq and the
+//     TLS) owns the read side of the socket, conn.ep (its write sequence) and the
 //     proposals of its requests; it starts the writer (conn.writeLoop) after
 //     the handshake; it also owns the connection's auth ids (digest, x509,
 //     and sasl from its DIGEST-MD5 exchange, conn.saslServer) and checks

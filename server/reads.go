@@ -95,58 +95,11 @@ func (c *conn) decodeRead(xid, op int32, body []byte) buildFunc {
 	return nil
 }
 
-// readNode answers exists, getData, getChildren and getChildren2, and
-// registers their watch under the same read lock as the read, so no change
-// can fall between the two.
+// readNode answers exists, getData, getChildren and getChildren2 (and
+// registers their watch: readNode in endpoint.go).
 func (c *conn) readNode(xid, op int32, r *jute.PathWatchRequest, ids []jute.Id) []byte {
-	sm := c.srv.sm
-	sm.mu.RLock()
-	defer sm.mu.RUnlock()
-	zxid := sm.lastZxid.Load()
-	tree := sm.tree
-	exists, allowed := tree.CheckPermission(r.Path, jute.PermRead, ids)
-	if op == jute.OpExists {
-		if strings.IndexByte(r.Path, 0) >= 0 {
-			return c.reply(xid, zxid, jute.ErrBadArguments, nil) // exists checks only for NUL
-		}
-		if r.Watch {
-			c.srv.watches.addData(c, r.Path) // set even when the node is missing
-		}
-		if !exists {
-			return c.reply(xid, zxid, jute.ErrNoNode, nil)
-		}
-		if !allowed {
-			return c.reply(xid, zxid, jute.ErrNoAuth, nil)
-		}
-		st, _ := tree.Exists(r.Path)
-		return c.reply(xid, zxid, 0, &jute.StatResponse{Stat: st})
-	}
-	if !exists {
-		return c.reply(xid, zxid, jute.ErrNoNode, nil)
-	}
-	if !allowed {
-		return c.reply(xid, zxid, jute.ErrNoAuth, nil)
-	}
-	switch op {
-	case jute.OpGetData:
-		data, st, _ := tree.GetData(r.Path)
-		if r.Watch {
-			c.srv.watches.addData(c, r.Path)
-		}
-		return c.reply(xid, zxid, 0, &jute.GetDataResponse{Data: data, Stat: st})
-	default:
-		children, st, _ := tree.GetChildren(r.Path)
-		if children == nil {
-			children = []string{}
-		}
-		if r.Watch {
-			c.srv.watches.addChild(c, r.Path)
-		}
-		if op == jute.OpGetChildren {
-			return c.reply(xid, zxid, 0, &jute.GetChildrenResponse{Children: children})
-		}
-		return c.reply(xid, zxid, 0, &jute.GetChildren2Response{Children: children, Stat: st})
-	}
+	zxid, code, body := readNode(c.srv.sm, c, op, r, ids)
+	return c.reply(xid, zxid, code, body)
 }
 
 func (c *conn) readPath(xid, op int32, path string, ids []jute.Id) []byte {

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -12,9 +14,10 @@ import (
 
 // This file is the seam for tools that drive consensus themselves (the
 // deterministic simulator, cmd/zksim): the replicated state machine of one
-// member, the entries the request path proposes and the leader-side session
-// logic (leader change, expiry, lock-delay and container/TTL rounds),
-// exactly as the server uses them. It only exposes the server's
+// member, the entries the request path proposes, a client connection's
+// request handling without its goroutines (Endpoint) and the leader-side
+// session logic (leader change, expiry, lock-delay and container/TTL
+// rounds), exactly as the server uses them. It only exposes the server's
 // own code: the body builders below are the ones the request path calls.
 
 // Replica is one member's replicated state (the data tree, the sessions and
@@ -183,7 +186,9 @@ type Proposal struct {
 	SessionID int64
 	ConnID    uint64
 	Seq       uint64
+	Cxid      int32 // the client's xid of a client request
 	Type      int32
+	Auth      []jute.Id // the connection's auth ids a client write is checked with
 	Body      []byte
 	// Options are the proposer's write options a client write is decided
 	// with (TTL nodes need ExtendedTypesEnabled), as the request path
@@ -207,7 +212,7 @@ const (
 // Encode returns the raft entry data of p.
 func (p *Proposal) Encode() []byte {
 	e := entry{Proposer: p.Proposer, ReqID: p.ReqID, Time: p.TimeMs, SessionID: p.SessionID, ConnID: p.ConnID,
-		Seq: p.Seq, Type: p.Type, Body: p.Body, Opts: writeOpts(p.Options)}
+		Seq: p.Seq, Cxid: p.Cxid, Type: p.Type, Auth: p.Auth, Body: p.Body, Opts: writeOpts(p.Options)}
 	return e.data()
 }
 
@@ -221,3 +226,160 @@ func CreateSessionBody(id int64, timeoutMs int32, password []byte) []byte {
 func ExpireBody(term uint64, connID uint64) []byte {
 	return jute.Marshal(&expireRecord{Term: term, ConnID: connID})
 }
+
+// Endpoint is one client connection's request handling on a Replica, the
+// server's own code (endpoint.go) without the connection's goroutines and
+// socket: a request frame is decoded, checked and turned into the entry the
+// server proposes (with the connection's session, connection id, write
+// sequence number, xid, auth ids and write options) or answered at once
+// (a refusal, a ping, a read served against the replica's tree, with its
+// watch registered); an applied write's result is turned into its reply
+// frame. The caller owns what conn.go's goroutines do: the order of the
+// replies (conn.go answers a connection's requests in arrival order, a read
+// only after every earlier request was answered), the ReadIndex barrier of
+// a sync, proposing, and the handshake. Not safe for concurrent use with
+// the Replica.
+type Endpoint struct {
+	r       *Replica
+	ep      endpoint
+	auth    []jute.Id
+	opts    znode.Options
+	maxLen  int
+	enc     *jute.Encoder
+	watches watchIndex
+	events  []byte
+}
+
+// ErrNotInEndpoint is returned by Endpoint.Request for a request the
+// Endpoint does not handle (auth, SASL, reconfig, the other reads): only
+// the server's connection answers those.
+var ErrNotInEndpoint = errors.New("server: request not handled by Endpoint")
+
+// NewEndpoint returns the request handling of connection connID attached
+// to session sessionID (after its createSession or attach entry applied),
+// with auth ids auth (the server's connections start with their ip id),
+// proposing its writes with opts and reading frames up to maxLen bytes
+// (jute.maxbuffer).
+func (r *Replica) NewEndpoint(sessionID int64, connID uint64, auth []jute.Id, opts znode.Options, maxLen int) *Endpoint {
+	return &Endpoint{r: r, ep: endpoint{sessionID: sessionID, connID: connID}, auth: auth, opts: opts,
+		maxLen: maxLen, enc: jute.NewEncoder(nil)}
+}
+
+// Step is what the server does with one request.
+type Step struct {
+	Xid int32
+	Op  int32
+	// Reply, if not nil, is the reply frame (length prefix included) the
+	// request is answered with when its turn comes.
+	Reply []byte
+	// Propose, if not nil, is the entry to propose (the caller stamps
+	// Proposer, ReqID and TimeMs); the reply is WriteReply of its result.
+	// If the proposal fails, or its result is ErrConnectionLoss (an earlier
+	// write of the connection was lost), the server closes the connection
+	// without a reply.
+	Propose *Proposal
+	// Sync: the request is a sync; it is answered with SyncReply once a
+	// ReadIndex barrier is applied.
+	Sync bool
+	// Close: the server closes the connection after Reply.
+	Close bool
+	path  string
+}
+
+// Request handles one request frame (request header and body, without the
+// length prefix), as the server's connection does when it reads it.
+func (e *Endpoint) Request(frame []byte) (Step, error) {
+	if len(frame) < 8 {
+		return Step{Close: true}, nil
+	}
+	var hdr jute.RequestHeader
+	_ = jute.NewDecoder(frame, len(frame)).ReadRecord(&hdr)
+	body := frame[8:]
+	s := Step{Xid: hdr.Xid, Op: hdr.Type}
+	zxid := e.r.sm.lastZxid.Load()
+	switch hdr.Type {
+	case jute.OpPing:
+		s.Reply = pingFrame(zxid)
+	case jute.OpDeleteContainer:
+		s.Reply = e.reply(hdr.Xid, zxid, jute.ErrBadArguments, nil)
+	case jute.OpCheck:
+		s.Reply = e.reply(hdr.Xid, zxid, jute.ErrUnimplemented, nil)
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti:
+		if code := checkWrite(hdr.Type, body, e.maxLen); code != 0 {
+			s.Reply = e.reply(hdr.Xid, zxid, code, nil)
+			return s, nil
+		}
+		en := e.ep.writeEntry(hdr.Xid, hdr.Type, append([]byte(nil), body...), e.auth, e.opts)
+		s.Propose = e.proposal(en)
+		s.Propose.Options = e.opts
+	case jute.OpCloseSession:
+		s.Propose, s.Close = e.proposal(e.ep.closeEntry(hdr.Xid)), true
+	case jute.OpSync:
+		var r jute.PathRequest
+		if jute.Unmarshal(body, &r) != nil {
+			s.Reply = e.reply(hdr.Xid, zxid, jute.ErrMarshallingError, nil)
+			return s, nil
+		}
+		s.path = r.Path
+		if !syncBarrier() {
+			s.Reply = e.SyncReply(s)
+			return s, nil
+		}
+		s.Sync = true
+	case jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
+		var r jute.PathWatchRequest
+		if jute.NewDecoder(body, e.maxLen).ReadRecord(&r) != nil {
+			s.Reply = e.reply(hdr.Xid, zxid, jute.ErrMarshallingError, nil)
+			return s, nil
+		}
+		z, code, rec := readNode(e.r.sm, e, hdr.Type, &r, e.auth)
+		s.Reply = e.reply(hdr.Xid, z, code, rec)
+	default:
+		return s, fmt.Errorf("%w: opcode %d", ErrNotInEndpoint, hdr.Type)
+	}
+	return s, nil
+}
+
+func (e *Endpoint) proposal(en *entry) *Proposal {
+	return &Proposal{SessionID: en.SessionID, ConnID: en.ConnID, Seq: en.Seq, Cxid: en.Cxid, Type: en.Type,
+		Auth: en.Auth, Body: en.Body}
+}
+
+// WriteReply is the reply frame of s's applied proposal.
+func (e *Endpoint) WriteReply(s Step, a Applied) []byte {
+	if s.Op == jute.OpCloseSession {
+		return e.reply(s.Xid, a.Zxid, 0, nil)
+	}
+	res := applyResult{Zxid: a.Zxid, Err: a.Err, Res: znode.Result{Path: a.Path, Stat: a.Stat, Multi: a.Multi}}
+	code, body := writeReplyBody(s.Op, &res)
+	return e.reply(s.Xid, a.Zxid, code, body)
+}
+
+// SyncReply is the reply frame of sync s once its ReadIndex barrier was
+// applied.
+func (e *Endpoint) SyncReply(s Step) []byte {
+	return e.reply(s.Xid, e.r.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: s.path})
+}
+
+// Events returns the notification frames of the endpoint's watches fired
+// since the last call, in zxid order.
+func (e *Endpoint) Events() []byte {
+	ev := e.events
+	e.events = nil
+	return ev
+}
+
+// Close drops the endpoint's watches, as the server does when a connection
+// ends.
+func (e *Endpoint) Close() { e.r.sm.watches.removeWatcher(e) }
+
+func (e *Endpoint) reply(xid int32, zxid int64, code int32, body jute.Record) []byte {
+	return append([]byte(nil), encodeReply(e.enc, xid, zxid, code, body)...)
+}
+
+// notify implements watcher.
+func (e *Endpoint) notify(frame []byte, _ int64) { e.events = append(e.events, frame...) }
+
+// ownWatches implements watcher.
+func (e *Endpoint) ownWatches() *watchIndex { return &e.watches }

@@ -141,7 +141,7 @@ func (c *conn) addAuthIDs(added []jute.Id) {
 }
 
 func (c *conn) handleWrite(xid, op int32, body []byte) bool {
-	if _, code := decodeWrite(op, body, c.srv.cfg.JuteMaxBuffer); code != 0 {
+	if code := checkWrite(op, body, c.srv.cfg.JuteMaxBuffer); code != 0 {
 		return c.enqueueReply(xid, code, nil, false)
 	}
 	if c.srv.tracker.IsClosing(c.sessionID) {
@@ -152,12 +152,7 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
 	it.build = func(c *conn, it *item) ([]byte, bool) { return c.writeReply(xid, op, &it.res), false }
-	c.writeSeq++
-	// The entry carries this member's write options: every member decides
-	// the write with them, as ZooKeeper's followers take the leader's
-	// decision (entry.Opts).
-	e := &entry{Type: op, SessionID: c.sessionID, Cxid: xid, ConnID: c.connID, Seq: c.writeSeq,
-		Auth: *c.authIDs.Load(), Body: body, Opts: writeOpts(c.srv.sm.treeOpts)}
+	e := c.ep.writeEntry(xid, op, body, *c.authIDs.Load(), c.srv.sm.treeOpts)
 	// Body aliases the read buffer, reused for the next frame once this
 	// returns: propose encodes the entry (a copy) before it returns, and e
 	// is not kept.
@@ -200,21 +195,8 @@ func (c *conn) onApplied(it *item) func(applyResult) {
 }
 
 func (c *conn) writeReply(xid, op int32, r *applyResult) []byte {
-	if r.Err != 0 {
-		return c.reply(xid, r.Zxid, r.Err, nil)
-	}
-	var body jute.Record
-	switch op {
-	case jute.OpCreate:
-		body = &jute.CreateResponse{Path: r.Res.Path}
-	case jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
-		body = &jute.Create2Response{Path: r.Res.Path, Stat: r.Res.Stat}
-	case jute.OpSetData, jute.OpSetACL:
-		body = &jute.StatResponse{Stat: r.Res.Stat}
-	case jute.OpMulti:
-		body = &jute.MultiResponse{Results: r.Res.Multi}
-	}
-	return c.reply(xid, r.Zxid, 0, body)
+	code, body := writeReplyBody(op, r)
+	return c.reply(xid, r.Zxid, code, body)
 }
 
 func (c *conn) handleClose(xid int32) bool {
@@ -223,8 +205,7 @@ func (c *conn) handleClose(xid int32) bool {
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
 	it.build = func(c *conn, it *item) ([]byte, bool) { return c.reply(xid, it.res.Zxid, 0, nil), true }
-	c.writeSeq++
-	e := &entry{Type: entryCloseSession, SessionID: c.sessionID, Cxid: xid, ConnID: c.connID, Seq: c.writeSeq}
+	e := c.ep.closeEntry(xid)
 	if !c.proposeItem(it, e) {
 		return false
 	}
@@ -238,6 +219,11 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 	var r jute.PathRequest
 	if jute.Unmarshal(body, &r) != nil {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
+	}
+	if !syncBarrier() {
+		return c.enqueue(&item{holdWrites: true, build: func(c *conn, _ *item) ([]byte, bool) {
+			return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
+		}})
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout), holdWrites: true}
 	// Counted in connWG: this connection's serve goroutine, counted too, is

@@ -54,10 +54,14 @@ const (
 	// since its last modification (znode's expired, read by the leader's
 	// removal decision and by apply's re-check).
 	EarlyTTL Name = "early-ttl"
+	// SyncWithoutBarrier answers a sync at once instead of after a
+	// ReadIndex barrier (server's request path, syncBarrier), so a read
+	// sent after it may be served from a member's stale state.
+	SyncWithoutBarrier Name = "sync-without-barrier"
 )
 
 var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
-	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL}
+	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier}
 
 // on[i] is whether all[i] is switched on.
 var on = make([]atomic.Bool, len(all))

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -19,6 +20,8 @@ const (
 // call is a client request waiting for its answer.
 type call struct {
 	xid     uint64
+	op      int32 // the opcode of its request frame (0: connect or attach)
+	syncXid int32 // the xid of the sync sent just before it, if any
 	onReply func(response)
 	onLost  func() // connection lost or timed out before an answer
 }
@@ -48,7 +51,6 @@ type client struct {
 	sess       int64
 	sessGen    int
 	xid        uint64
-	pingXid    uint64
 	inflight   *call
 	lastHeard  time.Duration // last answer on the current session
 	lastOK     time.Duration // last successful operation
@@ -68,10 +70,34 @@ type client struct {
 
 func newClient(w *world, idx int) *client { return &client{w: w, idx: idx, member: -1} }
 
+// send sends request r: a connect or attach as such, anything else as
+// ZooKeeper request frames (a sync frame first for a read after a sync,
+// pipelined as a ZooKeeper client does) that the member hands to the
+// server's request handling (server.Endpoint).
 func (c *client) send(r *request, onReply func(response), onLost func()) {
+	cl := &call{onReply: onReply, onLost: onLost}
+	var frames [][]byte
+	if r.kind == reqSyncRead || r.kind == reqChildren {
+		c.xid++
+		cl.syncXid = int32(c.xid)
+		frames = append(frames, requestFrame(cl.syncXid, jute.OpSync, jute.Marshal(&jute.PathRequest{Path: r.path})))
+	}
 	c.xid++
-	r.xid, r.connID, r.session = c.xid, c.connID, c.sess
-	cl := &call{xid: c.xid, onReply: onReply, onLost: onLost}
+	cl.xid = c.xid
+	switch r.kind {
+	case reqWrite:
+		cl.op = r.op
+		frames = append(frames, requestFrame(int32(c.xid), r.op, r.body))
+	case reqRead, reqSyncRead:
+		cl.op = jute.OpGetData
+	case reqChildren:
+		cl.op = jute.OpGetChildren
+	}
+	if cl.op == jute.OpGetData || cl.op == jute.OpGetChildren {
+		frames = append(frames, requestFrame(int32(c.xid), cl.op, jute.Marshal(&jute.PathWatchRequest{Path: r.path})))
+	}
+	r.xid, r.connID, r.session, r.frames = c.xid, c.connID, c.sess, frames
+	r.op, r.body = 0, nil // only the frames go on the wire
 	c.inflight = cl
 	c.post(r)
 	epoch := c.epoch
@@ -90,6 +116,14 @@ func (c *client) post(r *request) {
 	})
 }
 
+// requestFrame encodes a ZooKeeper request frame: length prefix, request
+// header, body.
+func requestFrame(xid, op int32, body []byte) []byte {
+	hdr := jute.Marshal(&jute.RequestHeader{Xid: xid, Type: op})
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(hdr)+len(body)))
+	return append(append(frame, hdr...), body...)
+}
+
 // fifo returns the delay of the next message on a client link, which keeps
 // its order (a TCP connection): never before the previous one.
 func (c *client) fifo(last *time.Duration) time.Duration {
@@ -105,9 +139,8 @@ func (c *client) receive(resp response) {
 	if resp.withQuorum {
 		c.lastQuorum = c.w.now
 	}
-	if resp.xid == c.pingXid {
-		c.lastHeard = c.w.now
-		c.checkZxid(resp.zxid)
+	if resp.wire != nil {
+		c.receiveFrames(resp.wire)
 		return
 	}
 	cl := c.inflight
@@ -120,6 +153,100 @@ func (c *client) receive(resp response) {
 		c.checkZxid(resp.zxid)
 	}
 	cl.onReply(resp)
+}
+
+// receiveFrames decodes the reply frames of a member's server.Endpoint.
+func (c *client) receiveFrames(wire []byte) {
+	for len(wire) > 0 {
+		if len(wire) < 4 {
+			c.w.fail("frame", "client %d: truncated frame", c.idx)
+			return
+		}
+		n := int(binary.BigEndian.Uint32(wire))
+		if n < 16 || len(wire) < 4+n {
+			c.w.fail("frame", "client %d: bad frame length %d", c.idx, n)
+			return
+		}
+		frame := wire[4 : 4+n]
+		wire = wire[4+n:]
+		d := jute.NewDecoder(frame, len(frame))
+		var hdr jute.ReplyHeader
+		if d.ReadRecord(&hdr) != nil {
+			c.w.fail("frame", "client %d: bad reply header", c.idx)
+			return
+		}
+		if hdr.Xid == jute.XidPing {
+			c.lastHeard = c.w.now
+			c.checkZxid(hdr.Zxid)
+			continue
+		}
+		cl := c.inflight
+		if cl == nil {
+			continue
+		}
+		if cl.syncXid != 0 && hdr.Xid == cl.syncXid {
+			if hdr.Err == 0 {
+				c.checkZxid(hdr.Zxid)
+			}
+			continue
+		}
+		if hdr.Xid != int32(cl.xid) {
+			continue
+		}
+		resp := response{err: hdr.Err, zxid: hdr.Zxid}
+		if hdr.Err == 0 && !c.decodeReply(cl.op, d, &resp) {
+			c.w.fail("frame", "client %d: reply to opcode %d does not decode", c.idx, cl.op)
+			return
+		}
+		c.inflight = nil
+		c.lastHeard = c.w.now
+		if resp.err == 0 {
+			c.checkZxid(resp.zxid)
+		}
+		cl.onReply(resp)
+	}
+}
+
+// decodeReply decodes the body of a successful reply to op into resp.
+func (c *client) decodeReply(op int32, d *jute.Decoder, resp *response) bool {
+	switch op {
+	case jute.OpSetData, jute.OpSetACL:
+		var r jute.StatResponse
+		ok := d.ReadRecord(&r) == nil
+		resp.stat = r.Stat
+		return ok
+	case jute.OpCreate:
+		var r jute.CreateResponse
+		ok := d.ReadRecord(&r) == nil
+		resp.path = r.Path
+		return ok
+	case jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
+		var r jute.Create2Response
+		ok := d.ReadRecord(&r) == nil
+		resp.path, resp.stat = r.Path, r.Stat
+		return ok
+	case jute.OpMulti:
+		var r jute.MultiResponse
+		ok := d.ReadRecord(&r) == nil
+		for _, mr := range r.Results {
+			if mr.Err != 0 {
+				resp.err = mr.Err
+				break
+			}
+		}
+		return ok
+	case jute.OpGetData:
+		var r jute.GetDataResponse
+		ok := d.ReadRecord(&r) == nil
+		resp.data, resp.stat = r.Data, r.Stat
+		return ok
+	case jute.OpGetChildren:
+		var r jute.GetChildrenResponse
+		ok := d.ReadRecord(&r) == nil
+		resp.children = r.Children
+		return ok
+	}
+	return true // delete: no body
 }
 
 func (c *client) checkZxid(z int64) {
@@ -269,9 +396,8 @@ func (c *client) schedulePing(epoch int) {
 			c.disconnect("no answer from the member")
 			return
 		}
-		c.xid++
-		c.pingXid = c.xid
-		c.post(&request{kind: reqPing, xid: c.xid, connID: c.connID, session: c.sess})
+		c.post(&request{kind: reqPing, connID: c.connID, session: c.sess,
+			frames: [][]byte{requestFrame(jute.XidPing, jute.OpPing, nil)}})
 		c.schedulePing(epoch)
 	})
 }

@@ -60,8 +60,8 @@ type mconn struct {
 	id      uint64
 	client  *client
 	session int64
-	active  bool // its createSession or attach applied here
-	seq     uint64
+	active  bool             // its createSession or attach applied here
+	ep      *server.Endpoint // the server's request handling, once active
 }
 
 type pendingRead struct {
@@ -648,6 +648,9 @@ func (m *member) ExpiryRefused(s session.Session) {
 // extendedTypesEnabled=true in zoo.cfg.
 var treeOptions = znode.Options{ExtendedTypesEnabled: true}
 
+// juteMaxBuffer is the members' jute.maxbuffer, the server's default.
+const juteMaxBuffer = jute.DefaultMaxBuffer
+
 var openACL = []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
 
 // requests from clients
@@ -664,12 +667,18 @@ const (
 	reqChildren // sync, then getChildren
 )
 
+// request is a client's message to its member: a connect or attach, or
+// ZooKeeper request frames (length prefix, header, body). op and body are
+// the client's own (what send encodes), path is an annotation for the
+// checkers (the node a tracked write is about); neither is read by the
+// member's request handling.
 type request struct {
 	kind    reqKind
 	connID  uint64
 	session int64
-	xid     uint64
-	op      int32 // reqWrite
+	xid     uint64 // connect, attach
+	frames  [][]byte
+	op      int32
 	body    []byte
 	path    string
 }
@@ -679,13 +688,17 @@ type response struct {
 	// leader (the simulator's view), so the session's liveness counts.
 	withQuorum bool
 	connID     uint64
-	xid        uint64
-	err        int32
-	zxid       int64
-	data       []byte
-	stat       jute.Stat
-	children   []string
-	path       string
+	xid        uint64 // connect, attach
+	// wire: reply frames (length prefix, reply header, body) of the
+	// server's request handling; the fields below are decoded from them by
+	// the client.
+	wire     []byte
+	err      int32
+	zxid     int64
+	data     []byte
+	stat     jute.Stat
+	children []string
+	path     string
 }
 
 // inTouchWithLeader is what the simulator knows and a member cannot: the
@@ -735,6 +748,7 @@ func (m *member) handle(c *client, r *request) {
 				return
 			}
 			conn.active = true
+			conn.ep = m.rep.NewEndpoint(conn.session, conn.id, nil, treeOptions, juteMaxBuffer)
 			reply(response{zxid: a.Zxid})
 		})
 		return
@@ -744,50 +758,61 @@ func (m *member) handle(c *client, r *request) {
 	}
 	m.tracker.Touch(conn.session)
 	m.touched[conn.session] = true
-	switch r.kind {
-	case reqPing:
-		reply(response{zxid: m.rep.LastZxid()})
-	case reqRead:
-		data, st, ok := m.rep.GetData(r.path)
-		resp := response{zxid: m.rep.LastZxid(), data: data, stat: st}
-		if !ok {
-			resp.err = jute.ErrNoNode
+	var steps []server.Step
+	for _, f := range r.frames {
+		st, err := conn.ep.Request(f[4:]) // the server reads the length prefix itself
+		if err != nil {
+			m.w.fail("request", "member %d: %v", m.id, err)
+			return
 		}
-		reply(resp)
+		steps = append(steps, st)
+	}
+	switch r.kind {
+	case reqPing, reqRead:
+		reply(response{wire: steps[0].Reply})
 	case reqSyncRead, reqChildren:
+		if !steps[0].Sync {
+			// The sync is answered at once (a refusal, or no barrier),
+			// and the read queued behind it is served then.
+			st, err := conn.ep.Request(r.frames[1][4:])
+			if err != nil {
+				m.w.fail("request", "member %d: %v", m.id, err)
+				return
+			}
+			reply(response{wire: append(steps[0].Reply, st.Reply...)})
+			return
+		}
 		m.readCount++
 		rctx := fmt.Sprintf("%d/%d", m.incarnation, m.readCount)
 		m.reads = append(m.reads, &pendingRead{conn: conn, rctx: rctx, serve: func() {
 			if m.conns[conn.id] != conn {
 				return
 			}
-			resp := response{zxid: m.rep.LastZxid()}
-			if r.kind == reqChildren {
-				ch, ok := m.rep.GetChildren(r.path)
-				resp.children = ch
-				if !ok {
-					resp.err = jute.ErrNoNode
-				}
-			} else {
-				data, st, ok := m.rep.GetData(r.path)
-				resp.data, resp.stat = data, st
-				if !ok {
-					resp.err = jute.ErrNoNode
-				}
+			// The sync is answered once its barrier applied; the read
+			// queued behind it is served then, as the server's writer
+			// answers a connection's requests in order.
+			wire := conn.ep.SyncReply(steps[0])
+			st, err := conn.ep.Request(r.frames[1][4:])
+			if err != nil {
+				m.w.fail("request", "member %d: %v", m.id, err)
+				return
 			}
-			reply(resp)
+			reply(response{wire: append(wire, st.Reply...)})
 		}})
 		if m.up {
 			m.core.ReadIndex([]byte(rctx))
 			m.process()
 		}
 	case reqWrite:
-		conn.seq++
-		p := &server.Proposal{SessionID: conn.session, ConnID: conn.id, Seq: conn.seq, Type: r.op, Body: r.body,
-			Options: treeOptions}
+		st := steps[0]
+		if st.Propose == nil {
+			reply(response{wire: st.Reply})
+			return
+		}
+		p := st.Propose
 		m.stamp(p)
 		if r.path != "" {
-			m.w.chk.noteWrite(reqKey{p.Proposer, p.ReqID}, r.op, r.path, p.TimeMs, r.body)
+			m.w.chk.noteWrite(reqKey{p.Proposer, p.ReqID}, p.Type, r.path, p.TimeMs, p.Body)
 		}
 		m.propose(p,
 			func(a server.Applied, ok bool) {
@@ -795,16 +820,7 @@ func (m *member) handle(c *client, r *request) {
 					m.closeConn(conn)
 					return
 				}
-				resp := response{err: a.Err, zxid: a.Zxid, stat: a.Stat, path: a.Path}
-				if r.op == jute.OpMulti && a.Err == 0 {
-					for _, mr := range a.Multi {
-						if mr.Err != 0 {
-							resp.err = mr.Err
-							break
-						}
-					}
-				}
-				reply(resp)
+				reply(response{wire: conn.ep.WriteReply(st, a)})
 			})
 	}
 }

@@ -1,0 +1,255 @@
+package server
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/zkraft/zkraft/internal/mutation"
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/session"
+	"github.com/zkraft/zkraft/znode"
+)
+
+type endpointHooks struct{ applied []Applied }
+
+func (h *endpointHooks) Applied(a Applied)             { h.applied = append(h.applied, a) }
+func (*endpointHooks) SessionCreated(session.Session)  {}
+func (*endpointHooks) SessionClosed(int64, bool)       {}
+func (*endpointHooks) SessionTouched(int64)            {}
+func (*endpointHooks) ExpiryRefused(s session.Session) {}
+
+// endpointRig is a Replica with one session and an Endpoint on it; apply
+// commits a proposal at the next index.
+type endpointRig struct {
+	t     *testing.T
+	rep   *Replica
+	hooks *endpointHooks
+	ep    *Endpoint
+	index uint64
+}
+
+const endpointSession = 0x77
+
+func newEndpointRig(t *testing.T, auth []jute.Id) *endpointRig {
+	h := &endpointHooks{}
+	g := &endpointRig{t: t, rep: NewReplica(znode.Options{}, h, zerolog.Nop()), hooks: h}
+	g.apply(&Proposal{Type: ProposalCreateSession, SessionID: endpointSession,
+		Body: CreateSessionBody(endpointSession, 10000, make([]byte, 16))})
+	g.apply(&Proposal{Type: ProposalAttachSession, SessionID: endpointSession, ConnID: 5})
+	g.ep = g.rep.NewEndpoint(endpointSession, 5, auth, znode.Options{ExtendedTypesEnabled: true}, jute.DefaultMaxBuffer)
+	return g
+}
+
+func (g *endpointRig) apply(p *Proposal) Applied {
+	g.t.Helper()
+	g.index++
+	p.Proposer, p.ReqID = 1, g.index
+	n := len(g.hooks.applied)
+	if err := g.rep.Apply(g.index, 1, p.Encode()); err != nil {
+		g.t.Fatalf("apply: %v", err)
+	}
+	if len(g.hooks.applied) != n+1 {
+		g.t.Fatalf("apply reported %d results", len(g.hooks.applied)-n)
+	}
+	return g.hooks.applied[n]
+}
+
+// request sends one request and, if it is proposed, applies it and returns
+// its reply.
+func (g *endpointRig) request(xid, op int32, body jute.Record) (Step, []byte) {
+	g.t.Helper()
+	frame := jute.Marshal(&jute.RequestHeader{Xid: xid, Type: op})
+	if body != nil {
+		frame = append(frame, jute.Marshal(body)...)
+	}
+	s, err := g.ep.Request(frame)
+	if err != nil {
+		g.t.Fatalf("request: %v", err)
+	}
+	if s.Propose != nil {
+		return s, g.ep.WriteReply(s, g.apply(s.Propose))
+	}
+	return s, s.Reply
+}
+
+// decodeReplyFrame checks a reply frame's length prefix and decodes its
+// header, then body (if not nil and the reply succeeded).
+func decodeReplyFrame(t *testing.T, f []byte, body jute.Record) jute.ReplyHeader {
+	t.Helper()
+	if len(f) < 4 || int(binary.BigEndian.Uint32(f)) != len(f)-4 {
+		t.Fatalf("bad frame % x", f)
+	}
+	d := jute.NewDecoder(f[4:], len(f))
+	var h jute.ReplyHeader
+	if err := d.ReadRecord(&h); err != nil {
+		t.Fatalf("reply header: %v", err)
+	}
+	if body != nil && h.Err == 0 {
+		if err := d.ReadRecord(body); err != nil {
+			t.Fatalf("reply body: %v", err)
+		}
+	}
+	return h
+}
+
+func TestEndpointWrites(t *testing.T) {
+	auth := []jute.Id{{Scheme: "ip", ID: "10.0.0.1"}}
+	g := newEndpointRig(t, auth)
+	open := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
+	onlyIP := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "ip", ID: "10.0.0.1"}}}
+	tests := []struct {
+		name     string
+		op       int32
+		body     jute.Record
+		wantProp bool
+		wantErr  int32
+		resp     jute.Record
+		check    func(t *testing.T, resp jute.Record, h jute.ReplyHeader)
+	}{
+		{name: "create", op: jute.OpCreate, body: &jute.CreateRequest{Path: "/a", Data: []byte("1"), ACL: open},
+			wantProp: true, resp: &jute.CreateResponse{}, check: func(t *testing.T, r jute.Record, _ jute.ReplyHeader) {
+				if p := r.(*jute.CreateResponse).Path; p != "/a" {
+					t.Errorf("path %q", p)
+				}
+			}},
+		{name: "create2 under an ip ACL the connection's ip id passes", op: jute.OpCreate2,
+			body: &jute.CreateRequest{Path: "/ip", ACL: onlyIP}, wantProp: true, resp: &jute.Create2Response{}},
+		{name: "setData returns the stat", op: jute.OpSetData, body: &jute.SetDataRequest{Path: "/a", Data: []byte("2"), Version: 0},
+			wantProp: true, resp: &jute.StatResponse{}, check: func(t *testing.T, r jute.Record, h jute.ReplyHeader) {
+				if st := r.(*jute.StatResponse).Stat; st.Version != 1 || st.Mzxid != h.Zxid {
+					t.Errorf("stat %+v, reply zxid %#x", st, h.Zxid)
+				}
+			}},
+		{name: "bad version: refused at apply", op: jute.OpSetData, body: &jute.SetDataRequest{Path: "/a", Version: 7},
+			wantProp: true, wantErr: jute.ErrBadVersion},
+		{name: "TTL node with the endpoint's options", op: jute.OpCreateTTL,
+			body:     &jute.CreateTTLRequest{Path: "/ttl", ACL: open, Flags: jute.FlagPersistentWithTTL, TTL: 1000},
+			wantProp: true, resp: &jute.Create2Response{}},
+		{name: "undecodable body: refused before proposing", op: jute.OpSetData, body: &jute.PathRequest{Path: "/a"},
+			wantErr: jute.ErrMarshallingError},
+		{name: "deleteContainer from a client", op: jute.OpDeleteContainer, body: &jute.PathRequest{Path: "/a"},
+			wantErr: jute.ErrBadArguments},
+		{name: "delete", op: jute.OpDelete, body: &jute.DeleteRequest{Path: "/ip", Version: -1}, wantProp: true},
+	}
+	seq := uint64(0)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			xid := int32(100 + i)
+			s, f := g.request(xid, tt.op, tt.body)
+			if (s.Propose != nil) != tt.wantProp {
+				t.Fatalf("proposed %v, want %v", s.Propose != nil, tt.wantProp)
+			}
+			if p := s.Propose; p != nil {
+				seq++
+				if p.SessionID != endpointSession || p.ConnID != 5 || p.Seq != seq || p.Cxid != xid ||
+					!slicesEqualIDs(p.Auth, auth) || !p.Options.ExtendedTypesEnabled {
+					t.Errorf("proposal %+v", p)
+				}
+			}
+			h := decodeReplyFrame(t, f, tt.resp)
+			if h.Xid != xid || h.Err != tt.wantErr {
+				t.Fatalf("reply xid %d err %d, want %d %d", h.Xid, h.Err, xid, tt.wantErr)
+			}
+			if tt.check != nil {
+				tt.check(t, tt.resp, h)
+			}
+		})
+	}
+}
+
+func slicesEqualIDs(a, b []jute.Id) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestEndpointReads(t *testing.T) {
+	g := newEndpointRig(t, nil)
+	open := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
+	secret := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "digest", ID: "u:h"}}}
+	g.request(1, jute.OpCreate, &jute.CreateRequest{Path: "/r", Data: []byte("v"), ACL: open})
+	g.request(2, jute.OpCreate, &jute.CreateRequest{Path: "/r/c", ACL: open})
+	g.request(3, jute.OpCreate, &jute.CreateRequest{Path: "/s", ACL: secret})
+
+	var data jute.GetDataResponse
+	_, f := g.request(10, jute.OpGetData, &jute.PathWatchRequest{Path: "/r", Watch: true})
+	if h := decodeReplyFrame(t, f, &data); h.Err != 0 || string(data.Data) != "v" || h.Zxid != g.rep.LastZxid() {
+		t.Fatalf("getData: %+v %+v", h, data)
+	}
+	var ch jute.GetChildrenResponse
+	_, f = g.request(11, jute.OpGetChildren, &jute.PathWatchRequest{Path: "/r"})
+	if h := decodeReplyFrame(t, f, &ch); h.Err != 0 || len(ch.Children) != 1 || ch.Children[0] != "c" {
+		t.Fatalf("getChildren: %+v %+v", h, ch)
+	}
+	for _, c := range []struct {
+		path string
+		want int32
+	}{{"/missing", jute.ErrNoNode}, {"/s", jute.ErrNoAuth}} {
+		_, f = g.request(12, jute.OpGetData, &jute.PathWatchRequest{Path: c.path})
+		if h := decodeReplyFrame(t, f, nil); h.Err != c.want {
+			t.Errorf("getData %s: err %d, want %d", c.path, h.Err, c.want)
+		}
+	}
+
+	// The watch set by the read fires on the change, before its reply.
+	if ev := g.ep.Events(); ev != nil {
+		t.Fatalf("event before any change: % x", ev)
+	}
+	g.request(13, jute.OpSetData, &jute.SetDataRequest{Path: "/r", Data: []byte("w"), Version: -1})
+	want := notificationFrame(jute.EventNodeDataChanged, "/r")
+	if ev := g.ep.Events(); !bytes.Equal(ev, want) {
+		t.Fatalf("events % x, want % x", ev, want)
+	}
+	g.ep.Close() // drops its watches
+	g.request(14, jute.OpSetData, &jute.SetDataRequest{Path: "/r", Data: []byte("x"), Version: -1})
+	if ev := g.ep.Events(); ev != nil {
+		t.Fatalf("event after Close: % x", ev)
+	}
+
+	s, f := g.request(15, jute.OpSync, &jute.PathRequest{Path: "/r"})
+	if !s.Sync || f != nil {
+		t.Fatalf("sync: %+v", s)
+	}
+	var sp jute.PathRequest
+	if h := decodeReplyFrame(t, g.ep.SyncReply(s), &sp); h.Xid != 15 || sp.Path != "/r" || h.Zxid != g.rep.LastZxid() {
+		t.Fatalf("sync reply %+v %+v", h, sp)
+	}
+	_, f = g.request(jute.XidPing, jute.OpPing, nil)
+	if h := decodeReplyFrame(t, f, nil); h.Xid != jute.XidPing || h.Zxid != g.rep.LastZxid() {
+		t.Fatalf("ping reply %+v", h)
+	}
+	if _, err := g.ep.Request(jute.Marshal(&jute.RequestHeader{Xid: 16, Type: jute.OpAuth})); !errors.Is(err, ErrNotInEndpoint) {
+		t.Fatalf("auth: err %v", err)
+	}
+	if s, _ := g.ep.Request([]byte{0, 1}); !s.Close {
+		t.Fatal("short frame not closing")
+	}
+}
+
+// TestEndpointSyncWithoutBarrier: under the sync-without-barrier mutation a
+// sync is answered at once, with no barrier to wait for.
+func TestEndpointSyncWithoutBarrier(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		t.Run(map[bool]string{false: "off", true: "on"}[on], func(t *testing.T) {
+			if err := mutation.Set(mutation.SyncWithoutBarrier, on); err != nil {
+				t.Fatal(err)
+			}
+			defer mutation.Reset()
+			g := newEndpointRig(t, nil)
+			s, f := g.request(1, jute.OpSync, &jute.PathRequest{Path: "/"})
+			if s.Sync == on || (f != nil) != on {
+				t.Fatalf("mutation %v: sync step %+v", on, s)
+			}
+		})
+	}
+}
