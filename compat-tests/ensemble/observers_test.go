@@ -61,7 +61,8 @@ func requireObserverMode(t *testing.T, target zktest.Target, m *zktest.Member, l
 // TestObserver runs 3 voters and 1 observer: srvr and mntr on the observer
 // say observer, /zookeeper/config lists it as ZooKeeper does; go-zookeeper
 // and kazoo clients on the observer alone write (forwarded), read and get
-// the watches that writes through a voter fire. Killing the observer
+// the watches that writes through a voter fire. After a restart of every
+// voter the observer is still one. Killing the observer
 // (SIGKILL) does not disturb the voters: the leader stays, writes go on;
 // with a voter killed too, the two voters left still commit (the observer
 // never counted for the quorum).
@@ -142,6 +143,21 @@ func TestObserver(t *testing.T) {
 		}
 		requireData(t, voter, "/obs/kazoo", []byte("from-kazoo"))
 		requireConverged(t, c)
+
+		// Restart every voter: whichever leads next knows the observer from
+		// its own storage and config only, and must not promote it.
+		voter.Close()
+		for _, m := range c.Members[:3] {
+			m.Stop()
+		}
+		for _, m := range c.Members[:3] {
+			m.StartNoWait(t)
+		}
+		leader = c.WaitSettled(t)
+		time.Sleep(3 * time.Second) // time enough for a (wrong) promotion
+		requireObserverMode(t, target, obs, 1)
+		voter = connectMember(t, leader, 10*time.Second)
+		requireData(t, voter, "/obs/kazoo", []byte("from-kazoo"))
 
 		// Kill the observer: the voters do not notice.
 		obs.Kill()
