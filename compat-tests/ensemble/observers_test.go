@@ -36,7 +36,7 @@ func mustMntr(t *testing.T, m *zktest.Member) map[string]string {
 	return kv
 }
 
-// requireObserverMode checks srvr and mntr on m say observer (and, on
+// requireObserverMode checks srvr, mntr and conf on m say observer (and, on
 // zkraft, that raft counts 3 voters and the observers as learners).
 func requireObserverMode(t *testing.T, target zktest.Target, m *zktest.Member, learners int) {
 	t.Helper()
@@ -46,6 +46,10 @@ func requireObserverMode(t *testing.T, target zktest.Target, m *zktest.Member, l
 	kv := mustMntr(t, m)
 	if kv["server_state"] != "observer" {
 		t.Fatalf("mntr on member %d: zk_server_state %q, want observer", m.ID, kv["server_state"])
+	}
+	conf, err := m.FourLetter("conf")
+	if err != nil || !strings.Contains(conf, "\npeerType=1\n") {
+		t.Fatalf("conf on member %d: want peerType=1, got %v:\n%s", m.ID, err, conf)
 	}
 	if target == zktest.Zkraft {
 		waitFor(t, 10*time.Second, "raft voters and learners on the observer", func() error {
