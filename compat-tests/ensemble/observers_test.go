@@ -69,7 +69,8 @@ func requireObserverMode(t *testing.T, target zktest.Target, m *zktest.Member, l
 // voter the observer is still one. Killing the observer
 // (SIGKILL) does not disturb the voters: the leader stays, writes go on;
 // with a voter killed too, the two voters left still commit (the observer
-// never counted for the quorum).
+// never counted for the quorum). A session on the observer lives on its
+// pings and expires once the observer is killed.
 func TestObserver(t *testing.T) {
 	script, err := filepath.Abs("kazoo_observer.py")
 	if err != nil {
@@ -163,6 +164,18 @@ func TestObserver(t *testing.T) {
 		voter = connectMember(t, leader, 10*time.Second)
 		requireData(t, voter, "/obs/kazoo", []byte("from-kazoo"))
 
+		// A session held on the observer alone stays alive through its
+		// pings (the observer reports them to the leader) for three
+		// timeouts; once the observer is killed it expires.
+		short := connectMember(t, obs, 2*time.Second)
+		mustCreate(t, short, "/obs/eph", nil, zk.FlagEphemeral)
+		sid := short.SessionID()
+		time.Sleep(6 * time.Second)
+		if _, _, err := short.Get("/obs/eph"); err != nil || short.SessionID() != sid {
+			t.Fatalf("session on the observer after 3 timeouts: %v (session %x, was %x)", err, short.SessionID(), sid)
+		}
+		requireData(t, voter, "/obs/eph", nil)
+
 		// Kill the observer: the voters do not notice.
 		obs.Kill()
 		c.Remove(obs)
@@ -176,6 +189,12 @@ func TestObserver(t *testing.T) {
 		if now := c.Leader(t); now != leader {
 			t.Fatalf("leader changed from %d to %d when the observer was killed", leader.ID, now.ID)
 		}
+		waitFor(t, 15*time.Second, "the observer's session expired", func() error {
+			if ok, _, err := voter.Exists("/obs/eph"); err != nil || ok {
+				return fmt.Errorf("/obs/eph exists %v, %v", ok, err)
+			}
+			return nil
+		})
 		// Kill a voter too: 2 of the 3 voters still commit.
 		down := c.Followers(leader)[0]
 		down.Kill()
