@@ -271,8 +271,9 @@ func (c *Core) maybePromote() {
 		return
 	}
 	cs := c.appliedConf()
-	if len(cs.GetLearners()) == 0 || len(cs.GetVotersOutgoing()) > 0 {
-		return
+	if !slices.ContainsFunc(cs.GetLearners(), func(id uint64) bool { return !c.isObserver(id) }) ||
+		len(cs.GetVotersOutgoing()) > 0 {
+		return // no learner to promote: observers stay learners
 	}
 	if cs == c.promoteConf && c.promoteWait > 0 {
 		c.promoteWait--
