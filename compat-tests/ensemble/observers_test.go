@@ -70,7 +70,8 @@ func requireObserverMode(t *testing.T, target zktest.Target, m *zktest.Member, l
 // (SIGKILL) does not disturb the voters: the leader stays, writes go on;
 // with a voter killed too, the two voters left still commit (the observer
 // never counted for the quorum). A session on the observer lives on its
-// pings and expires once the observer is killed.
+// pings and expires once the observer is killed. The observer restarts as
+// one.
 func TestObserver(t *testing.T) {
 	script, err := filepath.Abs("kazoo_observer.py")
 	if err != nil {
@@ -202,6 +203,12 @@ func TestObserver(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			mustCreate(t, voter, fmt.Sprintf("/obs/after-voter-%d", i), nil, 0)
 		}
+		requireEverywhere(t, c, "/obs/after-voter-19", nil)
+
+		// The observer restarts as an observer and catches up.
+		obs.Start(t)
+		c.Members = append(c.Members, obs)
+		requireObserverMode(t, target, obs, 1)
 		requireEverywhere(t, c, "/obs/after-voter-19", nil)
 	})
 }
