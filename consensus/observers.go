@@ -25,6 +25,16 @@ import (
 // The leader never promotes an observer (maybePromote) and refuses a
 // proposal that would (checkConfChange). Turning a voter into an observer or
 // back is refused (errRoleChange).
+//
+// One narrow window remains: a member that restarted from a snapshot taken
+// after an observer's conf change but before reconfig published the new
+// /zookeeper/config, and that leads before that entry is applied, knows the
+// learner from neither source and treats it as a voter to be. Reconfig
+// publishes the config right after the learner was added, and the leader
+// promotes only a learner that has caught up with it.
+//
+// Members of older builds read the context as an address and cannot run
+// next to observers: every member must know them.
 
 // observerTag ends the context of a conf change that adds an observer.
 const observerTag = "\x00observer"
