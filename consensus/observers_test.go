@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -160,4 +161,38 @@ func TestCoreIsObserverFallback(t *testing.T) {
 			require.Equal(t, tt.want, c.isObserver(4))
 		})
 	}
+}
+
+// TestClusterObserver runs 3 voters and an observer (member 4) as Nodes
+// over TCP: the observer applies every entry, is still a learner after many
+// election timeouts, never leads, and with it and one voter stopped the two
+// voters left commit.
+func TestClusterObserver(t *testing.T) {
+	c := newCluster(t, 4, func(cfg *Config) {
+		peers := slices.Clone(cfg.Peers)
+		for i := range peers {
+			peers[i].Observer = peers[i].ID == 4
+		}
+		cfg.Peers = peers
+	})
+	lead := c.waitLeader()
+	require.NotEqual(t, uint64(4), lead)
+	c.nodes[lead].proposeSeq(t, "a", 5)
+	c.waitAllApplied(5)
+	time.Sleep(20 * DefaultElectionTicks * 10 * time.Millisecond) // 20 election timeouts of 10 ms ticks
+	for id, n := range c.nodes {
+		st := n.Status()
+		require.Equal(t, []uint64{1, 2, 3}, st.Voters, "voters on %d", id)
+		require.Equal(t, []uint64{4}, st.Learners, "learners on %d", id)
+		require.Equal(t, id == lead, st.IsLeader)
+	}
+	c.stop(4)
+	for id := range c.nodes {
+		if id != lead {
+			c.stop(id)
+			break
+		}
+	}
+	c.nodes[lead].proposeSeq(t, "b", 3)
+	c.waitAllApplied(8)
 }
