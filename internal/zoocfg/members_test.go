@@ -70,6 +70,7 @@ func TestResolve(t *testing.T) {
 			wantPeerType: "participant", wantWarning: "peer type from servers list (participant) doesn't match peerType (observer)"},
 		{name: "peerType participant on an observer line", file: three + "server.4=h:7:8:observer\npeerType=participant\n",
 			myid: "4", wantID: 4, wantPeerType: "observer", wantWarning: "servers list (observer) doesn't match peerType (participant)"},
+		{name: "bad peerType", file: three + "peerType=watcher\n", myid: "1", wantErr: "must be participant or observer"},
 		{name: "observers only", file: "server.1=h:1:2:observer\nserver.2=h:3:4:observer\n", myid: "1",
 			wantErr: "observers without participants"},
 	}
@@ -80,8 +81,9 @@ func TestResolve(t *testing.T) {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "myid"), []byte(tt.myid), 0o600))
 			}
 			c, err := Load(writeFile(t, "zoo.cfg", []byte("dataDir="+dir+"\n"+tt.file)), zerolog.Nop())
-			require.NoError(t, err)
-			err = c.Resolve()
+			if err == nil {
+				err = c.Resolve()
+			}
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
