@@ -34,6 +34,9 @@ const (
 type Peer struct {
 	ID   uint64 // raft member id (ZooKeeper myid), never 0, never reused
 	Addr string // host:peerPort, used by the TCP transport
+	// Observer makes the member a raft learner that is never promoted:
+	// it receives the log but never votes (ZooKeeper's observer).
+	Observer bool
 }
 
 // Config configures a Node. Zero-valued durations and counts take the
@@ -59,6 +62,12 @@ type Config struct {
 	// its own removal from the group (Node.Removed is then true). Same
 	// rules as OnLeaderChange: it must not block or wait on the Node.
 	OnRemoved func()
+	// IsObserver tells, for a learner whose adding conf change this
+	// member did not apply (it restored a snapshot taken after it), whether
+	// it is an observer (never promoted). Called on the core's goroutine;
+	// it must not block. Nil: such learners are voters to be. See
+	// observers.go.
+	IsObserver func(id uint64) bool
 	// Join starts a member with empty storage without bootstrapping a new
 	// group: it waits to be added by the existing group (AddMember on the
 	// leader) and receives the log or a snapshot from the leader.

@@ -92,6 +92,7 @@ type Core struct {
 	changes      []*MemberChange // membership changes; the first one runs
 	sendBuf      []*pb.Message   // reused by sendAppends
 	parallel     bool            // CoreOptions.ParallelApply
+	observers    map[uint64]bool // learners by id: true for an observer (observers.go)
 }
 
 // CoreOptions are the seams a Core's owner injects.
@@ -145,6 +146,12 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 		c.now = time.Now
 	}
 	st, err := c.recover()
+	if err == nil && st.empty() && !cfg.Join && hasObservers(cfg.Peers) {
+		if err = c.bootstrapWithLearners(); err == nil {
+			c.lg.Info().Int("peers", len(cfg.Peers)).Msg("bootstrapping new raft group with observers as learners")
+			st, err = c.recover()
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}
@@ -610,10 +617,12 @@ func (c *Core) applyConfChange(cc pb.ConfChangeI) {
 	pu, _ := c.transport.(PeerUpdater)
 	for _, ch := range v2.GetChanges() {
 		id := ch.GetNodeId()
+		addr, observer := parseContext(v2.GetContext())
+		c.noteObserver(ch.GetType(), id, observer)
 		switch ch.GetType() {
 		case pb.ConfChangeAddNode, pb.ConfChangeAddLearnerNode:
-			if pu != nil && id != c.cfg.ID && len(v2.GetContext()) > 0 {
-				pu.AddPeer(Peer{ID: id, Addr: string(v2.GetContext())})
+			if pu != nil && id != c.cfg.ID && addr != "" {
+				pu.AddPeer(Peer{ID: id, Addr: addr})
 			}
 		case pb.ConfChangeRemoveNode:
 			if pu != nil && id != c.cfg.ID {

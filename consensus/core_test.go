@@ -169,22 +169,35 @@ func (s *durableSM) Snapshot() ([]byte, error)    { return []byte(fmt.Sprint(len
 func (s *durableSM) Restore(uint64, []byte) error { return nil }
 
 func newCoreGroup(t *testing.T, n int) *coreGroup {
-	g := &coreGroup{cores: map[uint64]*Core{}, stores: map[uint64]*memStorage{}, sms: map[uint64]*durableSM{},
-		now: time.Unix(1_700_000_000, 0), down: map[uint64]bool{}, appSent: map[uint64]map[uint64]bool{}}
 	var peers []Peer
 	for id := uint64(1); id <= uint64(n); id++ {
 		peers = append(peers, Peer{ID: id})
 	}
-	for id := uint64(1); id <= uint64(n); id++ {
-		g.stores[id] = newMemStorage()
-		g.appSent[id] = map[uint64]bool{}
-		g.sms[id] = &durableSM{g: g, id: id}
-		c, err := NewCore(Config{ID: id, Peers: peers, Transport: groupTransport{g, id}, Logger: zerolog.Nop()},
-			g.sms[id], CoreOptions{Storage: g.stores[id], Now: func() time.Time { return g.now }})
-		require.NoError(t, err)
-		g.cores[id] = c
+	return newCoreGroupPeers(t, peers)
+}
+
+// newCoreGroupPeers bootstraps a group of peers (observers included).
+func newCoreGroupPeers(t *testing.T, peers []Peer) *coreGroup {
+	g := &coreGroup{cores: map[uint64]*Core{}, stores: map[uint64]*memStorage{}, sms: map[uint64]*durableSM{},
+		now: time.Unix(1_700_000_000, 0), down: map[uint64]bool{}, appSent: map[uint64]map[uint64]bool{}}
+	for _, p := range peers {
+		g.addCore(t, Config{ID: p.ID, Peers: peers})
 	}
 	return g
+}
+
+// addCore starts a Core with cfg (its transport, clock and storage are the
+// group's).
+func (g *coreGroup) addCore(t *testing.T, cfg Config) *Core {
+	id := cfg.ID
+	g.stores[id] = newMemStorage()
+	g.appSent[id] = map[uint64]bool{}
+	g.sms[id] = &durableSM{g: g, id: id}
+	cfg.Transport, cfg.Logger = groupTransport{g, id}, zerolog.Nop()
+	c, err := NewCore(cfg, g.sms[id], CoreOptions{Storage: g.stores[id], Now: func() time.Time { return g.now }})
+	require.NoError(t, err)
+	g.cores[id] = c
+	return c
 }
 
 // round ticks every Core, delivers every queued message and handles every

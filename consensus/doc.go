@@ -124,7 +124,8 @@
 // and ChangeMembers change membership one change at a time through
 // ConfChangeV2, computed from raft's own ConfState; the new member's address
 // travels in the conf change so every transport learns it. A new member is a
-// learner until the leader sees it caught up and promotes it; each change is
+// learner until the leader sees it caught up and promotes it, except an
+// observer (Peer.Observer), which stays a learner (observers.go); each change is
 // proposed only after raft applied the previous one (waiters are woken after
 // Advance); a change that leaves no voter, or fewer than a majority of
 // running voters, is refused (see membership.go). The decisions are the

@@ -49,12 +49,15 @@ const (
 	phaseRollback                    // removing the learners this change added
 )
 
-// PlanMembers computes, against the conf state cs, the members to add (not a
-// voter in cs; sorted by id) and to remove (a voter or learner of cs not in
-// target) so that the voters become exactly target. It refuses an empty
-// target (ErrLastVoter) and a zero id.
+// PlanMembers computes, against the conf state cs, the members to add (a
+// participant that is not a voter in cs, an observer that is not a member;
+// sorted by id) and to remove (a voter or learner of cs not in target) so
+// that the voters become exactly target's participants and the learners
+// include its observers. It refuses a target without participants
+// (ErrLastVoter), a zero id and an observer that is a voter in cs
+// (errRoleChange).
 func PlanMembers(cs *pb.ConfState, target []Peer) (add []Peer, remove []uint64, err error) {
-	if len(target) == 0 {
+	if !slices.ContainsFunc(target, func(p Peer) bool { return !p.Observer }) {
 		return nil, nil, ErrLastVoter
 	}
 	want := make(map[uint64]bool, len(target))
@@ -63,7 +66,11 @@ func PlanMembers(cs *pb.ConfState, target []Peer) (add []Peer, remove []uint64, 
 			return nil, nil, errors.New("consensus: change members: id must be non-zero")
 		}
 		want[p.ID] = true
-		if !slices.Contains(cs.GetVoters(), p.ID) {
+		switch {
+		case p.Observer && slices.Contains(cs.GetVoters(), p.ID):
+			return nil, nil, fmt.Errorf("%w: member %d is a voter", errRoleChange, p.ID)
+		case p.Observer && isMember(cs, p.ID):
+		case !slices.Contains(cs.GetVoters(), p.ID):
 			add = append(add, p)
 		}
 	}
@@ -83,7 +90,13 @@ func PlanMembers(cs *pb.ConfState, target []Peer) (add []Peer, remove []uint64, 
 // ErrNoActiveQuorum, a conflict with the applied membership) or failure.
 // Core goroutine.
 func (c *Core) ChangeMembers(target []Peer, done func(error)) *MemberChange {
-	add, remove, err := PlanMembers(c.appliedConf(), target)
+	cs := c.appliedConf()
+	add, remove, err := PlanMembers(cs, target)
+	for _, p := range add {
+		if err == nil && !p.Observer && c.isObserver(p.ID) && slices.Contains(cs.GetLearners(), p.ID) {
+			err = fmt.Errorf("%w: member %d is an observer", errRoleChange, p.ID)
+		}
+	}
 	if err != nil {
 		mc := &MemberChange{done: done}
 		c.finishChange(mc, err)
@@ -109,7 +122,7 @@ func (c *Core) StartMemberChange(add []Peer, remove []uint64, done func(error)) 
 			return mc
 		}
 	}
-	if len(voters) == 0 && len(mc.add) == 0 {
+	if len(voters) == 0 && !slices.ContainsFunc(mc.add, func(p Peer) bool { return !p.Observer }) {
 		c.finishChange(mc, ErrLastVoter)
 		return mc
 	}
@@ -221,7 +234,7 @@ func (c *Core) driveChange(mc *MemberChange) {
 			if isMember(cs, p.ID) {
 				if mc.proposed {
 					mc.added = append(mc.added, p.ID)
-					c.lg.Info().Uint64("member", p.ID).Str("addr", p.Addr).Msg("member added as learner")
+					c.lg.Info().Uint64("member", p.ID).Str("addr", p.Addr).Bool("observer", p.Observer).Msg("member added as learner")
 				}
 				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
 				continue
@@ -232,13 +245,15 @@ func (c *Core) driveChange(mc *MemberChange) {
 				// member counts for quorum at once.
 				typ = pb.ConfChangeAddNode
 			}
-			if err := c.proposeStep(mc, cs, confChange(typ, p.ID, p.Addr)); err != nil {
+			cc := confChange(typ, p.ID, "")
+			cc.Context = peerContext(p)
+			if err := c.proposeStep(mc, cs, cc); err != nil {
 				c.finishChange(mc, fmt.Errorf("consensus: add member %d as learner: %w", p.ID, err))
 			}
 			return
 		case phasePromote:
 			for _, p := range mc.add {
-				if !slices.Contains(cs.GetVoters(), p.ID) {
+				if !p.Observer && !slices.Contains(cs.GetVoters(), p.ID) {
 					return // the leader promotes them once caught up
 				}
 			}

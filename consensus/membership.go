@@ -32,7 +32,7 @@ import (
 //  2. The leader promotes a learner to voter once it has caught up (its
 //     replication is streaming, it is at most promoteMaxLag entries behind
 //     the commit index, and it was heard from within an election timeout).
-//     zkraft has no observers, so every learner is a voter to be.
+//     An observer is a learner that is never promoted (observers.go).
 //  3. Removals come last, the current leader's own removal after the others.
 //
 // Raft accepts a conf change only when every earlier one was applied by the
@@ -160,6 +160,9 @@ func (c *Core) checkConfChange(cs *pb.ConfState, cc *pb.ConfChangeV2, onLeader b
 			if !isVoter && !slices.Contains(cs.GetLearners(), id) && !mutation.Enabled(mutation.SkipLearner) {
 				return fmt.Errorf("%w: member %d must join as a learner first", errRefusedChange, id)
 			}
+			if !isVoter && c.isObserver(id) {
+				return fmt.Errorf("%w: member %d is an observer, not promoting it", errRoleChange, id)
+			}
 			if !isVoter {
 				voters, changed = append(voters, id), true
 			}
@@ -268,8 +271,9 @@ func (c *Core) maybePromote() {
 		return
 	}
 	cs := c.appliedConf()
-	if len(cs.GetLearners()) == 0 || len(cs.GetVotersOutgoing()) > 0 {
-		return
+	if !slices.ContainsFunc(cs.GetLearners(), func(id uint64) bool { return !c.isObserver(id) }) ||
+		len(cs.GetVotersOutgoing()) > 0 {
+		return // no learner to promote: observers stay learners
 	}
 	if cs == c.promoteConf && c.promoteWait > 0 {
 		c.promoteWait--
@@ -278,7 +282,7 @@ func (c *Core) maybePromote() {
 	st := c.rn.Status()
 	for _, id := range slices.Sorted(slices.Values(cs.GetLearners())) {
 		pr, ok := st.Progress[id]
-		if !ok || pr.State != tracker.StateReplicate || pr.Match+promoteMaxLag < st.GetCommit() || !c.running(id) {
+		if !ok || c.isObserver(id) || pr.State != tracker.StateReplicate || pr.Match+promoteMaxLag < st.GetCommit() || !c.running(id) {
 			continue
 		}
 		cc := confChange(pb.ConfChangeAddNode, id, "")

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zkraft/zkraft/consensus"
 )
 
 // The AdminServer answers GET <admin.commandURL>/<name> with the command's
@@ -118,9 +120,7 @@ var adminCommands = []adminCommand{
 	{names: []string{"observer_connection_stat_reset", "orst"}, run: func(*Server, *http.Request) (jsonObject, error) {
 		return nil, nil
 	}},
-	{names: []string{"observers", "obsr"}, run: func(*Server, *http.Request) (jsonObject, error) {
-		return jsonObject{{"synced_observers", 0}, {"observers", []any{}}}, nil
-	}},
+	{names: []string{"observers", "obsr"}, run: (*Server).adminObservers},
 	{names: []string{"ruok"}, run: func(*Server, *http.Request) (jsonObject, error) { return nil, nil }},
 	{names: []string{"server_stats", "srvr"}, needsServing: true, run: func(s *Server, _ *http.Request) (jsonObject, error) {
 		return s.adminServerStats(), nil
@@ -152,6 +152,9 @@ var adminCommands = []adminCommand{
 		view := jsonObject{}
 		if !s.cfg.Standalone() {
 			for _, m := range sortedMembers(s.members()) {
+				if m.Observer() {
+					continue // ZooKeeper's voting view lists voting members only
+				}
 				view = append(view, jsonField{strconv.FormatUint(m.ID, 10), strings.TrimPrefix(m.String(), fmt.Sprintf("server.%d=", m.ID))})
 			}
 		}
@@ -185,8 +188,34 @@ var adminCommands = []adminCommand{
 		if s.serving.Load() {
 			state = "BROADCAST"
 		}
-		return jsonObject{{"voting", true}, {"zabstate", state}}, nil
+		return jsonObject{{"voting", !s.isObserver()}, {"zabstate", state}}, nil
 	}},
+}
+
+// adminObservers answers the observers command: on the leader, the
+// observers (raft learners that stay learners) heard from within an election
+// timeout, with ZooKeeper's learner fields zkraft can fill (sid, the peer
+// address, messages sent and received); elsewhere none, as on a ZooKeeper
+// follower without observer masters.
+func (s *Server) adminObservers(*http.Request) (jsonObject, error) {
+	observers := []any{}
+	if s.lead.isLeader() && !s.cfg.Standalone() {
+		members := s.members()
+		learners := map[uint64]bool{}
+		for _, id := range s.node.Status().Learners {
+			learners[id] = true
+		}
+		timeout := time.Duration(s.cfg.ElectionTickMs*consensus.DefaultElectionTicks) * time.Millisecond
+		for _, p := range s.peerStats() {
+			if m, ok := members[p.ID]; !ok || !m.Observer() || !learners[p.ID] ||
+				p.LastContact.IsZero() || time.Since(p.LastContact) > timeout {
+				continue
+			}
+			observers = append(observers, jsonObject{{"remote_socket_address", p.Addr}, {"sid", p.ID},
+				{"packets_received", p.Received}, {"packets_sent", p.Sent}})
+		}
+	}
+	return jsonObject{{"synced_observers", len(observers)}, {"observers", observers}}, nil
 }
 
 // adminCommandsByName maps every name and alias to its command.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -493,5 +494,58 @@ func TestOperabilityEnsemble(t *testing.T) {
 		cfg := getCommand(t, s, "conf")
 		require.Equal(t, float64(s.cfg.ServerID), cfg["server_id"])
 		require.Contains(t, cfg["membership"], members[1].String())
+	}
+}
+
+// TestOperabilityObserver starts 3 voters and an observer (member 4) in
+// process: the observer's srvr, mntr, conf and zabstate say so, the voting
+// view lists the voters only, and the leader's observers command lists it.
+func TestOperabilityObserver(t *testing.T) {
+	servers, _ := startEnsemble(t, 4, func(c *Config) {
+		withAdmin(c)
+		ms := maps.Clone(c.Members)
+		m := ms[4]
+		m.Role = "observer"
+		ms[4] = m
+		c.Members = ms
+	})
+	var leader *Server
+	require.Eventually(t, func() bool {
+		n := 0
+		for _, s := range servers {
+			if s.lead.isLeader() {
+				leader, n = s, n+1
+			}
+		}
+		return n == 1
+	}, 20*time.Second, 20*time.Millisecond)
+	require.NotEqual(t, uint64(4), leader.cfg.ServerID)
+	for _, s := range servers {
+		observer := s.cfg.ServerID == 4
+		mode := map[bool]string{true: "observer", false: "follower"}[observer]
+		if s == leader {
+			mode = "leader"
+		}
+		require.Contains(t, fourLetter(t, s, "srvr"), "\nMode: "+mode+"\n")
+		state := map[string]string{"leader": "leading - broadcast", "follower": "following - broadcast",
+			"observer": "observing - broadcast"}[mode]
+		mntr := fourLetter(t, s, "mntr")
+		require.Contains(t, mntr, "\nzk_server_state\t"+mode+"\n")
+		require.Contains(t, mntr, "\nzk_peer_state\t"+state+"\n")
+		require.Contains(t, fourLetter(t, s, "conf"), fmt.Sprintf("\npeerType=%d\n", map[bool]int{true: 1, false: 0}[observer]))
+		require.Equal(t, !observer, getCommand(t, s, "zabstate")["voting"])
+		view := getCommand(t, s, "voting_view")["current_config"].(map[string]any)
+		require.Len(t, view, 3)
+		require.NotContains(t, view, "4")
+	}
+	require.Eventually(t, func() bool {
+		obs := getCommand(t, leader, "observers")
+		list, _ := obs["observers"].([]any)
+		return obs["synced_observers"] == float64(1) && len(list) == 1 && list[0].(map[string]any)["sid"] == float64(4)
+	}, 10*time.Second, 50*time.Millisecond)
+	for _, s := range servers {
+		if s != leader {
+			require.Equal(t, float64(0), getCommand(t, s, "observers")["synced_observers"])
+		}
 	}
 }

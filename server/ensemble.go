@@ -263,11 +263,26 @@ func (s *Server) members() map[uint64]Member {
 	return s.memberSet
 }
 
+// isObserver reports whether this member is an observer in its current
+// view of the membership.
+func (s *Server) isObserver() bool {
+	m, ok := s.members()[s.cfg.ServerID]
+	return ok && m.Observer()
+}
+
+// memberIsObserver reports whether member id is an observer in this
+// member's view of the membership (consensus.Config.IsObserver: /zookeeper/
+// config, which snapshots carry, or zoo.cfg).
+func (s *Server) memberIsObserver(id uint64) bool {
+	m, ok := s.members()[id]
+	return ok && m.Observer()
+}
+
 // consensusPeers lists the members for the raft layer.
 func consensusPeers(ms map[uint64]Member) []consensus.Peer {
 	var peers []consensus.Peer
 	for _, m := range sortedMembers(ms) {
-		peers = append(peers, consensus.Peer{ID: m.ID, Addr: m.PeerAddr()})
+		peers = append(peers, consensus.Peer{ID: m.ID, Addr: m.PeerAddr(), Observer: m.Observer()})
 	}
 	return peers
 }

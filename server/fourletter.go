@@ -64,6 +64,8 @@ func (s *Server) mode() string {
 		return "standalone"
 	case s.lead.isLeader():
 		return "leader"
+	case s.isObserver():
+		return "observer"
 	default:
 		return "follower"
 	}
@@ -268,9 +270,18 @@ func (s *Server) configuration() []kv {
 	}
 	if !s.cfg.Standalone() {
 		self := s.members()[s.cfg.ServerID]
-		out = append(out, kv{"electionPort", int64(self.ElectionPort)}, kv{"quorumPort", int64(self.PeerPort)}, kv{"peerType", int64(0)})
+		out = append(out, kv{"electionPort", int64(self.ElectionPort)}, kv{"quorumPort", int64(self.PeerPort)}, kv{"peerType", peerType(self)})
 	}
 	return out
+}
+
+// peerType is m's role as ZooKeeper's conf command shows it (LearnerType's
+// ordinal): 0 participant, 1 observer.
+func peerType(m Member) int64 {
+	if m.Observer() {
+		return 1
+	}
+	return 0
 }
 
 // serverID is myid, or 0 when standalone as ZooKeeper reports it.
@@ -359,8 +370,11 @@ func (s *Server) monitorMetrics() []kv {
 	)
 	if !s.cfg.Standalone() {
 		state := "following - broadcast"
-		if v.mode == "leader" {
+		switch v.mode {
+		case "leader":
 			state = "leading - broadcast"
+		case "observer":
+			state = "observing - broadcast"
 		}
 		out = append(out, kv{"peer_state", state})
 	}

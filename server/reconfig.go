@@ -204,10 +204,11 @@ func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
 }
 
 // reconfigTarget computes the membership r asks for (ReconfigTarget) from
-// raft's voters on this member, the published config and this member's
-// view of the membership.
+// raft's voters and learners on this member, the published config and this
+// member's view of the membership.
 func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Member) (map[uint64]Member, int32) {
-	target, code, missing := ReconfigTarget(r, s.node.Status().Voters, current, s.members())
+	st := s.node.Status()
+	target, code, missing := ReconfigTarget(r, st.Voters, st.Learners, current, s.members())
 	if code == jute.ErrReconfigInProgress {
 		s.log.Warn().Uint64("member", missing).Msg("reconfig: no address known for a voter")
 	}
@@ -216,15 +217,24 @@ func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Memb
 
 // ReconfigTarget computes the membership a reconfig request asks for. It is
 // pure: the server and the simulator (internal/sim) call it. An incremental
-// change (joining and leaving lists) starts from raft's own voters (not from
-// /zookeeper/config, which is published after the change and may lag behind
-// it); current (the published config) and then known (the member's own
-// view) supply their addresses. A non-zero code is the ZooKeeper error to
-// answer: ErrBadArguments for a malformed list or a change that leaves no
-// voter, ErrReconfigInProgress when no address is known for a voter
-// (missing names it; only while the config of an earlier change is being
-// published).
-func ReconfigTarget(r *jute.ReconfigRequest, voters []uint64, current, known map[uint64]Member) (target map[uint64]Member, code int32, missing uint64) {
+// change (joining and leaving lists) starts from raft's own voters and the
+// learners that are observers (not from /zookeeper/config, which is
+// published after the change and may lag behind it); current (the
+// published config) and then known (the member's own view) supply their
+// addresses and roles. A non-zero code is the ZooKeeper error to answer:
+// ErrBadArguments for a malformed list, a change that leaves no voter
+// (participant) or one that turns a participant into an observer or back
+// (zkraft refuses role changes), ErrReconfigInProgress when no address is
+// known for a voter (missing names it; only while the config of an earlier
+// change is being published).
+func ReconfigTarget(r *jute.ReconfigRequest, voters, learners []uint64, current, known map[uint64]Member) (target map[uint64]Member, code int32, missing uint64) {
+	lookup := func(id uint64) (Member, bool) {
+		m, ok := current[id]
+		if !ok {
+			m, ok = known[id]
+		}
+		return m, ok
+	}
 	target = map[uint64]Member{}
 	if strings.TrimSpace(r.NewMembers) != "" {
 		for _, spec := range zoocfg.SplitList(r.NewMembers) {
@@ -234,11 +244,21 @@ func ReconfigTarget(r *jute.ReconfigRequest, voters []uint64, current, known map
 			}
 			target[m.ID] = m
 		}
+		if !validTarget(target, slices.Concat(voters, learners), lookup) {
+			return nil, jute.ErrBadArguments, 0
+		}
 		return target, 0, 0
 	}
 	ids := map[uint64]bool{}
 	for _, id := range voters {
 		ids[id] = true
+	}
+	for _, id := range learners {
+		// A learner that is not an observer is a voter to be of a change
+		// still running: the change it belongs to decides about it.
+		if m, ok := lookup(id); ok && m.Observer() {
+			ids[id] = true
+		}
 	}
 	for _, spec := range zoocfg.SplitList(r.JoiningServers) {
 		m, err := parseServerSpec(spec)
@@ -255,24 +275,39 @@ func ReconfigTarget(r *jute.ReconfigRequest, voters []uint64, current, known map
 		delete(target, id)
 		delete(ids, id)
 	}
-	if len(ids) == 0 {
-		// Removing every voter would leave no one to commit anything.
-		return nil, jute.ErrBadArguments, 0
-	}
 	for _, id := range slices.Sorted(maps.Keys(ids)) {
 		if _, ok := target[id]; ok {
 			continue
 		}
-		m, ok := current[id]
-		if !ok {
-			m, ok = known[id]
-		}
+		m, ok := lookup(id)
 		if !ok {
 			return nil, jute.ErrReconfigInProgress, id
 		}
 		target[id] = m
 	}
+	if !validTarget(target, slices.Concat(voters, learners), lookup) {
+		return nil, jute.ErrBadArguments, 0
+	}
 	return target, 0, 0
+}
+
+// validTarget reports whether target keeps a participant (removing every
+// voter would leave no one to commit anything) and changes no member of
+// raft's configuration (members) between participant and observer.
+func validTarget(target map[uint64]Member, members []uint64, lookup func(uint64) (Member, bool)) bool {
+	participants := 0
+	for id, m := range target {
+		if !m.Observer() {
+			participants++
+		}
+		if !slices.Contains(members, id) {
+			continue
+		}
+		if was, ok := lookup(id); ok && was.Observer() != m.Observer() {
+			return false
+		}
+	}
+	return participants > 0
 }
 
 // ReconfigPeers lists a reconfig target for consensus (Core.ChangeMembers,

@@ -16,16 +16,38 @@ func TestReconfigTarget(t *testing.T) {
 		}
 		return mb
 	}
-	published := map[uint64]Member{1: m(1), 2: m(2)}
-	known := map[uint64]Member{1: m(1), 2: m(2), 3: m(3)}
+	obs := func(id uint64) Member {
+		mb := m(id)
+		mb.Role = "observer"
+		return mb
+	}
+	published := map[uint64]Member{1: m(1), 2: m(2), 4: obs(4)}
+	known := map[uint64]Member{1: m(1), 2: m(2), 3: m(3), 4: obs(4), 6: m(6)}
 	tests := []struct {
-		name    string
-		req     jute.ReconfigRequest
-		voters  []uint64
-		want    []uint64
-		code    int32
-		missing uint64
+		name     string
+		req      jute.ReconfigRequest
+		voters   []uint64
+		learners []uint64
+		want     []uint64
+		code     int32
+		missing  uint64
 	}{
+		{name: "an observer stays", req: jute.ReconfigRequest{LeavingServers: "2"}, voters: []uint64{1, 2, 3}, learners: []uint64{4},
+			want: []uint64{1, 3, 4}},
+		{name: "a voter to be is left to its change", req: jute.ReconfigRequest{LeavingServers: "2"}, voters: []uint64{1, 2, 3},
+			learners: []uint64{6}, want: []uint64{1, 3}},
+		{name: "add an observer", req: jute.ReconfigRequest{JoiningServers: "server.5=h5:2888:3888:observer;h:2181"},
+			voters: []uint64{1, 2, 3}, learners: []uint64{4}, want: []uint64{1, 2, 3, 4, 5}},
+		{name: "remove an observer", req: jute.ReconfigRequest{LeavingServers: "4"}, voters: []uint64{1, 2, 3}, learners: []uint64{4},
+			want: []uint64{1, 2, 3}},
+		{name: "observers only", req: jute.ReconfigRequest{LeavingServers: "1,2,3"}, voters: []uint64{1, 2, 3}, learners: []uint64{4},
+			code: jute.ErrBadArguments},
+		{name: "participant to observer", req: jute.ReconfigRequest{JoiningServers: "server.3=h3:2888:3888:observer;h:2181"},
+			voters: []uint64{1, 2, 3}, code: jute.ErrBadArguments},
+		{name: "observer to participant", req: jute.ReconfigRequest{JoiningServers: "server.4=h4:2888:3888:participant;h:2181"},
+			voters: []uint64{1, 2, 3}, learners: []uint64{4}, code: jute.ErrBadArguments},
+		{name: "new members turn an observer into a participant", req: jute.ReconfigRequest{NewMembers: "server.1=h1:1:2;h:3,server.4=h4:1:2;h:3"},
+			voters: []uint64{1, 2}, learners: []uint64{4}, code: jute.ErrBadArguments},
 		{name: "add", req: jute.ReconfigRequest{JoiningServers: "server.4=h4:2888:3888;h:2181"}, voters: []uint64{1, 2, 3}, want: []uint64{1, 2, 3, 4}},
 		{name: "remove from raft's voters, not the lagging config", req: jute.ReconfigRequest{LeavingServers: "2"}, voters: []uint64{1, 2, 3}, want: []uint64{1, 3}},
 		{name: "remove with server. prefix", req: jute.ReconfigRequest{LeavingServers: "server.1"}, voters: []uint64{1, 2}, want: []uint64{2}},
@@ -36,7 +58,7 @@ func TestReconfigTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			target, code, missing := ReconfigTarget(&tt.req, tt.voters, published, known)
+			target, code, missing := ReconfigTarget(&tt.req, tt.voters, tt.learners, published, known)
 			if code != tt.code || missing != tt.missing {
 				t.Fatalf("code %d missing %d, want %d and %d", code, missing, tt.code, tt.missing)
 			}

@@ -152,7 +152,8 @@ func (s *Server) Start() (err error) {
 		OnLeaderChange: func(isLeader bool, leaderID, term uint64) {
 			s.onLeaderChange(isLeader, leaderID, term)
 		},
-		OnRemoved: s.memberRemoved,
+		OnRemoved:  s.memberRemoved,
+		IsObserver: s.memberIsObserver,
 	}
 	if !s.cfg.Standalone() {
 		self := s.cfg.Members[s.cfg.ServerID]

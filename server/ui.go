@@ -127,6 +127,8 @@ func (s *Server) uiMembers(r raftView) []jsonObject {
 		switch {
 		case int64(m.ID) == r.leaderID:
 			role = "leader"
+		case learners[m.ID] && m.Observer():
+			role = "observer"
 		case learners[m.ID]:
 			role = "learner"
 		case r.leaderID == 0:

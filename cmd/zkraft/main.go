@@ -105,6 +105,9 @@ func serve(args []string) int {
 		log.Error().Err(err).Msg("bad configuration")
 		return 2
 	}
+	if cfg.PeerTypeWarning != "" {
+		log.Warn().Str("peerType", cfg.PeerType).Msg(cfg.PeerTypeWarning)
+	}
 	srv := server.New(cfg, log)
 	if err := srv.Start(); err != nil {
 		log.Error().Err(err).Msg("server failed to start")

@@ -163,4 +163,13 @@ func TestSaveInspectRestore(t *testing.T) {
 	st, err = c2.Set("/secret", []byte("t"), -1)
 	require.NoError(t, err)
 	require.Greater(t, uint64(st.Mzxid), h.Index)
+
+	// An ensemble's observers are restored as raft learners.
+	cfg := filepath.Join(t.TempDir(), "zoo.cfg")
+	require.NoError(t, os.WriteFile(cfg, []byte("server.1=127.0.0.1:1:2\nserver.2=127.0.0.1:3:4\n"+
+		"server.3=127.0.0.1:5:6\nserver.4=127.0.0.1:7:8:observer\n"), 0o600))
+	r, err = restore(file, t.TempDir(), cfg, 4)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2, 3}, r.voters)
+	require.Equal(t, []uint64{4}, r.observers)
 }

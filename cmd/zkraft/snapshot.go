@@ -268,14 +268,19 @@ func snapshotRestore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "zkraft snapshot restore: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "restored %s into %s: member %d of voters %s, raft index %d, term %d, last zxid 0x%x\n",
-		file, *dataDir, r.id, idList(r.voters), r.index, r.term, r.zxid)
+	observers := ""
+	if len(r.observers) > 0 {
+		observers = " and observers " + idList(r.observers)
+	}
+	fmt.Fprintf(stdout, "restored %s into %s: member %d of voters %s%s, raft index %d, term %d, last zxid 0x%x\n",
+		file, *dataDir, r.id, idList(r.voters), observers, r.index, r.term, r.zxid)
 	return 0
 }
 
 type restored struct {
 	id                uint64
 	voters            []uint64
+	observers         []uint64 // raft learners
 	index, term, zxid uint64
 }
 
@@ -319,7 +324,14 @@ func restore(file, dataDir, cfgPath string, myid uint64) (restored, error) {
 			return restored{}, fmt.Errorf("myid %d has no server.%d line in %s", myid, myid, cfgPath)
 		}
 		for _, m := range zoocfg.SortedMembers(members) {
-			cs.Voters = append(cs.Voters, m.ID) // zkraft has no observers
+			if m.Observer() {
+				cs.Learners = append(cs.Learners, m.ID) // never promoted (consensus/observers.go)
+			} else {
+				cs.Voters = append(cs.Voters, m.ID)
+			}
+		}
+		if len(cs.Voters) == 0 {
+			return restored{}, fmt.Errorf("%s lists observers only", cfgPath)
 		}
 	case len(members) == 1:
 		// A one-line ensemble runs standalone as that member.
@@ -345,7 +357,7 @@ func restore(file, dataDir, cfgPath string, myid uint64) (restored, error) {
 			return restored{}, fmt.Errorf("write myid: %w", err)
 		}
 	}
-	return restored{id: myid, voters: cs.Voters, index: h.Index, term: h.Term, zxid: sum.Zxid}, nil
+	return restored{id: myid, voters: cs.Voters, observers: cs.Learners, index: h.Index, term: h.Term, zxid: sum.Zxid}, nil
 }
 
 // checkEmptyDataDir accepts a missing directory, an empty one, or one

@@ -16,11 +16,12 @@ import (
 )
 
 // configLine is a /zookeeper/config member line in ZooKeeper's format.
-var configLine = regexp.MustCompile(`^server\.(\d+)=127\.0\.0\.1:(\d+):(\d+):participant;127\.0\.0\.1:(\d+)$`)
+var configLine = regexp.MustCompile(`^server\.(\d+)=127\.0\.0\.1:(\d+):(\d+):(participant|observer);127\.0\.0\.1:(\d+)$`)
 
 // requireConfig reads /zookeeper/config (after sync) and checks it lists
-// exactly the members of c, each as server.N=host:peer:election:participant;host:client,
-// plus a version=<hex> line. It returns the version.
+// exactly the members of c, each as server.N=host:peer:election:role;host:client
+// (role participant or observer), plus a version=<hex> line. It returns the
+// version.
 func requireConfig(t *testing.T, conn *zk.Conn, c *zktest.Cluster) int64 {
 	t.Helper()
 	if _, err := conn.Sync("/zookeeper/config"); err != nil {
@@ -32,7 +33,11 @@ func requireConfig(t *testing.T, conn *zk.Conn, c *zktest.Cluster) int64 {
 	}
 	var want []string
 	for _, m := range c.Members {
-		want = append(want, fmt.Sprintf("server.%d=127.0.0.1:%d:%d:participant;127.0.0.1:%d", m.ID, m.PeerPort, m.ElectionPort, m.ClientPort))
+		role := "participant"
+		if m.Observer {
+			role = "observer"
+		}
+		want = append(want, fmt.Sprintf("server.%d=127.0.0.1:%d:%d:%s;127.0.0.1:%d", m.ID, m.PeerPort, m.ElectionPort, role, m.ClientPort))
 	}
 	sort.Strings(want)
 	var got []string

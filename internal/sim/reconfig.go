@@ -222,7 +222,7 @@ func (w *world) startChange(on *member, what string, r *jute.ReconfigRequest, ad
 	for _, m := range w.members {
 		known[m.id] = simMember(m.id)
 	}
-	target, code, _ := server.ReconfigTarget(r, voters, current, known)
+	target, code, _ := server.ReconfigTarget(r, voters, on.core.ConfState().GetLearners(), current, known)
 	if code != 0 {
 		w.fail(chkMembership, "%s: the server's reconfig target refused it with code %d (voters %v)", what, code, voters)
 		return

@@ -46,6 +46,9 @@ type ClusterOptions struct {
 	// member publishes a /zookeeper/config whose addresses would replace
 	// these routes; such clusters are not for reconfig tests (AddMember).
 	Route func(from, to *Member) (peerPort, electionPort int, err error)
+	// Observers makes the last Observers of the n members observers
+	// (server.N=...:observer, and peerType=observer in their own zoo.cfg).
+	Observers int
 }
 
 func (o ClusterOptions) target() Target {
@@ -90,6 +93,9 @@ type Member struct {
 	// Join reports that the member was started to join an existing ensemble
 	// (zkraft's --join), by AddMember.
 	Join bool
+	// Observer reports that the member is an observer: srvr says
+	// "Mode: observer" and it never votes.
+	Observer bool
 
 	mu     sync.Mutex
 	paused bool
@@ -129,8 +135,8 @@ func (c *Cluster) Close() { c.stopAll() }
 // launchCluster starts the ensemble; registered, when set, is called as soon
 // as the cluster exists, before any process starts.
 func launchCluster(n int, dir string, opts ClusterOptions, registered func(*Cluster)) (*Cluster, error) {
-	if n < 1 {
-		return nil, fmt.Errorf("cluster with %d members", n)
+	if n < 1 || opts.Observers < 0 || opts.Observers >= n {
+		return nil, fmt.Errorf("cluster with %d members, %d of them observers", n, opts.Observers)
 	}
 	c := &Cluster{Target: opts.target(), Dir: dir, opts: opts}
 	if registered != nil {
@@ -145,6 +151,7 @@ func launchCluster(n int, dir string, opts ClusterOptions, registered func(*Clus
 		if err != nil {
 			return c, fmt.Errorf("member %d: %w", i+1, err)
 		}
+		m.Observer = i >= n-opts.Observers
 		c.Members = append(c.Members, m)
 	}
 	for _, m := range c.Members {
@@ -222,14 +229,26 @@ func (c *Cluster) newMember(id, clientPort, peerPort, electionPort int, join boo
 }
 
 // ServerSpec is the member's line as reconfig -add takes it:
-// "server.N=127.0.0.1:peer:election;127.0.0.1:client".
+// "server.N=127.0.0.1:peer:election;127.0.0.1:client" (with ":observer"
+// after the election port for an observer).
 func (m *Member) ServerSpec() string {
 	return fmt.Sprintf("server.%d=%s", m.ID, m.serverValue())
 }
 
 func (m *Member) serverValue() string {
-	return fmt.Sprintf("127.0.0.1:%d:%d;127.0.0.1:%d", m.PeerPort, m.ElectionPort, m.ClientPort)
+	return fmt.Sprintf("127.0.0.1:%d:%d%s;127.0.0.1:%d", m.PeerPort, m.ElectionPort, m.role(), m.ClientPort)
 }
+
+// role is ":observer" for an observer, "" otherwise.
+func (m *Member) role() string {
+	if m.Observer {
+		return ":observer"
+	}
+	return ""
+}
+
+// serving reports whether mode is a srvr Mode of a member in a quorum.
+func serving(mode string) bool { return mode == "leader" || mode == "follower" || mode == "observer" }
 
 // writeConfig writes the member's zoo.cfg listing members.
 func (m *Member) writeConfig(members []*Member, c *Cluster) error {
@@ -248,6 +267,9 @@ func (m *Member) writeConfig(members []*Member, c *Cluster) error {
 	if c.opts.SkipACL {
 		kv["skipACL"] = "yes"
 	}
+	if m.Observer {
+		kv["peerType"] = "observer"
+	}
 	if c.opts.SuperDigest != "" && c.Target == Zkraft {
 		kv["DigestAuthenticationProvider.superDigest"] = c.opts.SuperDigest
 	}
@@ -258,13 +280,13 @@ func (m *Member) writeConfig(members []*Member, c *Cluster) error {
 		case c.opts.Route == nil:
 			fmt.Fprintf(&b, "server.%d=%s\n", o.ID, o.serverValue())
 		case o == m:
-			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", o.ID, o.PeerPort, o.ElectionPort)
+			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d%s\n", o.ID, o.PeerPort, o.ElectionPort, o.role())
 		default:
 			peer, election, err := c.opts.Route(m, o)
 			if err != nil {
 				return fmt.Errorf("route from member %d to %d: %w", m.ID, o.ID, err)
 			}
-			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d\n", o.ID, peer, election)
+			fmt.Fprintf(&b, "server.%d=127.0.0.1:%d:%d%s\n", o.ID, peer, election, o.role())
 		}
 	}
 	if err := os.WriteFile(m.cfgPath, []byte(b.String()), 0o644); err != nil {
@@ -356,8 +378,8 @@ func (c *Cluster) Leader(t testing.TB) *Member {
 }
 
 // WaitSettled waits (bounded, 30 s) until every member of Members that runs
-// and is not paused answers srvr, exactly one as leader and the others as
-// followers, and returns the leader.
+// and is not paused answers srvr, exactly one as leader, the observers as
+// observers and the others as followers, and returns the leader.
 func (c *Cluster) WaitSettled(t testing.TB) *Member {
 	t.Helper()
 	leader, err := c.waitSettled()
@@ -382,7 +404,13 @@ func (c *Cluster) waitSettled() (*Member, error) {
 				leaders++
 				leader = m
 			case "follower":
-				followers++
+				if !m.Observer {
+					followers++
+				}
+			case "observer":
+				if m.Observer {
+					followers++
+				}
 			}
 		}
 		if leaders == 1 && leaders+followers == live {
@@ -420,6 +448,18 @@ func (c *Cluster) Modes() string {
 // the process listens on its election port; it is appended to Members.
 func (c *Cluster) AddMember(t testing.TB) *Member {
 	t.Helper()
+	return c.addMember(t, false)
+}
+
+// AddObserver is AddMember for an observer: its line (ServerSpec) and its
+// zoo.cfg say observer.
+func (c *Cluster) AddObserver(t testing.TB) *Member {
+	t.Helper()
+	return c.addMember(t, true)
+}
+
+func (c *Cluster) addMember(t testing.TB, observer bool) *Member {
+	t.Helper()
 	id := 0
 	c.mu.Lock()
 	for _, m := range c.all {
@@ -435,6 +475,7 @@ func (c *Cluster) AddMember(t testing.TB) *Member {
 	if err != nil {
 		t.Fatalf("zktest: member %d: %v", id, err)
 	}
+	m.Observer = observer
 	members := append(append([]*Member(nil), c.Members...), m)
 	if err := m.writeConfig(members, c); err != nil {
 		t.Fatalf("zktest: member %d: %v", id, err)
@@ -495,7 +536,7 @@ func (m *Member) Srvr() (map[string]string, error) {
 	return kv, nil
 }
 
-// Mode is the Mode line of srvr ("leader", "follower"), "not serving" when
+// Mode is the Mode line of srvr ("leader", "follower", "observer"), "not serving" when
 // the member answers that it is not currently serving requests, or "" when
 // it does not answer.
 func (m *Member) Mode() string {
@@ -592,7 +633,7 @@ func (m *Member) Start(t testing.TB) {
 	m.StartNoWait(t)
 	deadline := time.Now().Add(readyTimeout)
 	for {
-		if mode := m.Mode(); mode == "leader" || mode == "follower" {
+		if serving(m.Mode()) {
 			return
 		}
 		if !m.Running() {

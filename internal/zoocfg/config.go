@@ -18,6 +18,7 @@ package zoocfg
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -55,6 +56,11 @@ type Config struct {
 	ServerID      uint64 // myid; 1 when standalone
 	// Members lists the ensemble from server.N lines; empty when standalone.
 	Members map[uint64]Member
+	// PeerType is zoo.cfg's peerType ("participant", "observer" or "" when
+	// unset). As in ZooKeeper 3.8 the member's own server.N line decides:
+	// Resolve sets PeerTypeWarning when they disagree.
+	PeerType        string
+	PeerTypeWarning string
 	// Join starts a new member with empty storage that waits to be added by
 	// a reconfig, instead of bootstrapping a group (zkraft.join, --join).
 	Join bool
@@ -139,6 +145,21 @@ func (c *Config) Resolve() error {
 		return fmt.Errorf("myid %d has no server.%d line", id, id)
 	}
 	c.ServerID = id
+	participants := 0
+	for _, m := range c.Members {
+		if !m.Observer() {
+			participants++
+		}
+	}
+	if participants == 0 {
+		return errors.New("observers without participants is an invalid configuration")
+	}
+	if role := c.Members[id].Role; c.PeerType != "" && c.PeerType != role {
+		// ZooKeeper 3.8 (QuorumPeerConfig.setupPeerType) warns and follows
+		// the servers list.
+		c.PeerTypeWarning = fmt.Sprintf("peer type from servers list (%s) doesn't match peerType (%s); using the servers list", role, c.PeerType)
+	}
+	c.PeerType = c.Members[id].Role
 	return nil
 }
 
@@ -322,6 +343,11 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 			return fmt.Errorf("must be a positive integer, got %q", value)
 		}
 		c.SnapshotEvery = n
+	case "peerType":
+		if value != RoleParticipant && value != RoleObserver {
+			return fmt.Errorf("must be participant or observer, got %q", value)
+		}
+		c.PeerType = value
 	case "reconfigEnabled":
 		b, err := strconv.ParseBool(value)
 		if err != nil {

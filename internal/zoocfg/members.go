@@ -18,7 +18,7 @@ type Member struct {
 	Host         string
 	PeerPort     int    // raft traffic
 	ElectionPort int    // zkraft's member-to-member side channel (session liveness)
-	Role         string // "participant" (observers are not supported)
+	Role         string // "participant" or "observer" (a raft learner that never votes)
 	ClientAddr   string // host:port clients use; "" when the line does not say
 }
 
@@ -30,7 +30,18 @@ func (m Member) ElectionAddr() string {
 	return net.JoinHostPort(m.Host, strconv.Itoa(m.ElectionPort))
 }
 
-// String formats the member as a /zookeeper/config line.
+// Observer reports whether the member is an observer: it serves clients and
+// receives the log as a raft learner but never votes.
+func (m Member) Observer() bool { return m.Role == RoleObserver }
+
+// The roles of a server.N line.
+const (
+	RoleParticipant = "participant"
+	RoleObserver    = "observer"
+)
+
+// String formats the member as a /zookeeper/config line, as ZooKeeper's
+// QuorumServer.toString does: server.N=host:peer:election:role;client.
 func (m Member) String() string {
 	s := fmt.Sprintf("server.%d=%s:%d:%d:%s", m.ID, m.Host, m.PeerPort, m.ElectionPort, m.Role)
 	if m.ClientAddr != "" {
@@ -41,7 +52,7 @@ func (m Member) String() string {
 
 // ParseMember parses the value of a server.N key.
 func ParseMember(id uint64, value string) (Member, error) {
-	m := Member{ID: id, Role: "participant"}
+	m := Member{ID: id, Role: RoleParticipant}
 	addrPart, clientPart, hasClient := strings.Cut(value, ";")
 	fields := strings.Split(strings.TrimSpace(addrPart), ":")
 	if len(fields) < 2 {
@@ -64,9 +75,8 @@ func ParseMember(id uint64, value string) (Member, error) {
 	}
 	if len(rest) > 0 {
 		switch rest[0] {
-		case "participant":
-		case "observer":
-			return m, fmt.Errorf("server.%d: observers are not supported", id)
+		case RoleParticipant, RoleObserver:
+			m.Role = rest[0]
 		default:
 			return m, fmt.Errorf("server.%d: unknown role %q", id, rest[0])
 		}
