@@ -10,23 +10,7 @@ if [ $# -ne 1 ]; then
   exit 2
 fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-jars=/usr/share/java
-cp="$jars/zookeeper.jar:$jars/zookeeper-jute.jar:$jars/slf4j-api.jar"
-for f in "$jars/zookeeper.jar" "$jars/zookeeper-jute.jar" "$jars/slf4j-api.jar" "$jars/slf4j-simple.jar"; do
-  if [ ! -f "$f" ]; then
-    echo "missing $f: run scripts/install-deps.sh (Debian packages zookeeper, openjdk-17-jdk-headless)" >&2
-    exit 2
-  fi
-done
-for tool in javac java; do
-  command -v "$tool" >/dev/null || { echo "$tool not found: run scripts/install-deps.sh" >&2; exit 2; }
-done
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
-mapfile -t sources < <(find "$here/src" -name '*.java' | sort)
-javac -Xlint:all,-path -Werror -d "$out" -cp "$cp" "${sources[@]}"
-status=0
-java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
-  -Dorg.slf4j.simpleLogger.defaultLogLevel="${ZKCOMPAT_LOG_LEVEL:-error}" \
-  -cp "$out:$cp:$jars/slf4j-simple.jar" zkcompat.Main "$1" || status=$?
-exit "$status"
+source "$here/../javasuite.sh"
+java_suite_classpath "zookeeper, openjdk-17-jdk-headless" zookeeper zookeeper-jute slf4j-api
+java_suite_compile "$here/src" all,-path
+java_suite_run zkcompat.Main -- "$1"

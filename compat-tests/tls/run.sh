@@ -14,32 +14,16 @@ if [ $# -ne 1 ]; then
 fi
 : "${ZKTLS_DIR:?ZKTLS_DIR must name the directory of the PEM files}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-jars=/usr/share/java
-cp=""
-for j in zookeeper zookeeper-jute slf4j-api netty-buffer netty-codec netty-common netty-handler \
-  netty-resolver netty-transport netty-transport-native-epoll netty-transport-native-unix-common; do
-  f="$jars/$j.jar"
-  if [ ! -f "$f" ]; then
-    echo "missing $f: run scripts/install-deps.sh (Debian packages zookeeper, libnetty-java, openjdk-17-jdk-headless)" >&2
-    exit 2
-  fi
-  cp="${cp:+$cp:}$f"
-done
-for tool in javac java; do
-  command -v "$tool" >/dev/null || { echo "$tool not found: run scripts/install-deps.sh" >&2; exit 2; }
-done
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
-mapfile -t sources < <(find "$here/src" -name '*.java' | sort)
-javac -Xlint:all,-path,-try -Werror -d "$out" -cp "$cp" "${sources[@]}"
-status=0
-java -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
-  -Dorg.slf4j.simpleLogger.defaultLogLevel="${ZKCOMPAT_LOG_LEVEL:-error}" \
+source "$here/../javasuite.sh"
+java_suite_classpath "zookeeper, libnetty-java, openjdk-17-jdk-headless" zookeeper zookeeper-jute slf4j-api \
+  netty-buffer netty-codec netty-common netty-handler netty-resolver netty-transport netty-transport-native-epoll \
+  netty-transport-native-unix-common
+java_suite_compile "$here/src" all,-path,-try
+java_suite_run zktls.Main \
   -Dzookeeper.client.secure=true \
   -Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty \
   -Dzookeeper.ssl.keyStore.location="$ZKTLS_DIR/client.pem" \
   -Dzookeeper.ssl.keyStore.type=PEM \
   -Dzookeeper.ssl.trustStore.location="$ZKTLS_DIR/ca.pem" \
   -Dzookeeper.ssl.trustStore.type=PEM \
-  -cp "$out:$cp:$jars/slf4j-simple.jar" zktls.Main "$1" || status=$?
-exit "$status"
+  -- "$1"
