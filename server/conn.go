@@ -291,8 +291,8 @@ func (c *conn) serve() {
 	if _, err := io.ReadFull(br, buf); err != nil {
 		return
 	}
-	var req jute.ConnectRequest
-	if err := jute.Unmarshal(buf, &req); err != nil {
+	req, err := decodeConnect(buf)
+	if err != nil {
 		c.log.Warn().Err(err).Msg("malformed connect request, closing")
 		return
 	}
@@ -314,67 +314,59 @@ func (c *conn) serve() {
 }
 
 // handshake settles the session of a new connection, answering as
-// ZooKeeper 3.8 does. It reports whether the connection goes on.
+// ZooKeeper 3.8 does (planConnect, connectOutcome in endpoint.go). It
+// reports whether the connection goes on.
 func (c *conn) handshake(req *jute.ConnectRequest) bool {
 	srv := c.srv
-	if last := srv.sm.lastZxid.Load(); req.LastZxidSeen > last {
-		c.log.Warn().Int64("client_zxid", req.LastZxidSeen).Int64("server_zxid", last).
-			Msg("client has seen a newer zxid than this server, closing")
+	minMs, maxMs := srv.cfg.SessionBounds()
+	plan, err := planConnect(req, &connectEnv{
+		lastZxid: srv.sm.lastZxid.Load(), minMs: minMs, maxMs: maxMs, connID: c.connID,
+		lookup: func(id int64) (session.Session, bool) {
+			srv.detachSession(id) // the connection it had is closed before it is looked up
+			return srv.sm.session(id)
+		},
+		closing: srv.tracker.IsClosing, newID: srv.ids.Next, rand: rand.Reader,
+	})
+	if err != nil {
+		if errors.Is(err, errClientAhead) {
+			c.log.Warn().Err(err).Msg("connect refused, closing")
+		} else {
+			c.log.Error().Err(err).Msg("connect failed, closing")
+		}
 		return false
 	}
-	minMs, maxMs := srv.cfg.SessionBounds()
-	timeout := session.NegotiateTimeout(req.TimeOut, minMs, maxMs)
-	resp := jute.ConnectResponse{TimeOut: timeout, HasReadOnly: req.HasReadOnly}
-
-	if req.SessionID == 0 {
-		passwd, err := session.NewPassword(rand.Reader)
-		if err != nil {
-			c.log.Error().Err(err).Msg("session password")
-			return false
-		}
-		id := srv.ids.Next()
-		e := &entry{Type: entryCreateSession, SessionID: id, ConnID: c.connID,
-			Body: CreateSessionBody(id, timeout, passwd)}
-		if r, ok := c.proposeAndWait(e, timeout); !ok || r.Err != 0 {
-			return false
-		}
-		resp.SessionID, resp.Passwd = id, passwd
-		srv.log.Info().Str("session", sessionHex(id)).Int32("timeout_ms", timeout).Str("remote", c.remote).Msg("session created")
-	} else {
-		srv.detachSession(req.SessionID)
-		sess, ok := srv.sm.session(req.SessionID)
-		if !ok || srv.tracker.IsClosing(req.SessionID) || !session.VerifyPassword(sess, req.Passwd) {
-			// Expired, unknown, closing or wrong password: ZooKeeper's answer.
-			c.writeConnectResponse(&jute.ConnectResponse{Passwd: make([]byte, 16), HasReadOnly: req.HasReadOnly})
-			c.log.Info().Str("session", sessionHex(req.SessionID)).Bool("known", ok).Msg("session reattach refused")
-			return false
-		}
-		// Fence the session through the log before answering: writes the
-		// client sent on its previous connection are settled, applied or
-		// refused, before it can read again.
-		e := &entry{Type: entryAttachSession, SessionID: sess.ID, ConnID: c.connID}
-		if r, ok := c.proposeAndWait(e, timeout); !ok || r.Err != 0 {
-			return false
-		}
-		resp.SessionID, resp.Passwd = sess.ID, sess.Password
+	if plan.entry == nil {
+		// Expired, unknown, closing or wrong password: ZooKeeper's answer.
+		c.writeConnectResponse(plan.expiredResponse())
+		c.log.Info().Str("session", sessionHex(req.SessionID)).Msg("session reattach refused")
+		return false
 	}
-	c.sessionID, c.timeoutMs = resp.SessionID, timeout
+	if r, ok := c.proposeAndWait(plan.entry, plan.timeout); !ok || r.Err != 0 {
+		return false // connectOutcome: no answer
+	}
+	if req.SessionID == 0 {
+		srv.log.Info().Str("session", sessionHex(plan.resp.SessionID)).Int32("timeout_ms", plan.timeout).Str("remote", c.remote).Msg("session created")
+	}
+	c.sessionID, c.timeoutMs = plan.resp.SessionID, plan.timeout
 	c.ep = endpoint{sessionID: c.sessionID, connID: c.connID}
-	if !srv.attachSession(c) {
+	// attachSession reports whether the session lives on this connection
+	// (stateMachine.attachable) and registers it if so.
+	resp, ok := connectOutcome(&plan, 0, srv.attachSession(c))
+	if !ok {
 		// Closed or expired (or attached elsewhere) after its entry was
 		// applied here: ZooKeeper's answer to an expired session.
-		c.writeConnectResponse(&jute.ConnectResponse{Passwd: make([]byte, 16), HasReadOnly: req.HasReadOnly})
-		c.log.Info().Str("session", sessionHex(resp.SessionID)).Msg("session ended before its connection was attached")
+		c.writeConnectResponse(resp)
+		c.log.Info().Str("session", sessionHex(plan.resp.SessionID)).Msg("session ended before its connection was attached")
 		return false
 	}
 	if req.SessionID != 0 {
 		// Tracked only once attached: a session that ended meanwhile must
 		// not come back to life in the leader's tracker.
-		srv.tracker.Track(req.SessionID, timeout)
+		srv.tracker.Track(req.SessionID, plan.timeout)
 		srv.touch(req.SessionID)
-		srv.log.Debug().Str("session", sessionHex(resp.SessionID)).Msg("session reattached")
+		srv.log.Debug().Str("session", sessionHex(plan.resp.SessionID)).Msg("session reattached")
 	}
-	return c.writeConnectResponse(&resp)
+	return c.writeConnectResponse(resp)
 }
 
 // proposeAndWait proposes a handshake entry and waits up to the session
@@ -399,15 +391,12 @@ func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
 }
 
 func (c *conn) writeConnectResponse(resp *jute.ConnectResponse) bool {
-	enc := jute.NewEncoder(nil)
-	start := enc.StartFrame()
-	enc.WriteRecord(resp)
-	enc.EndFrame(start)
+	frame := connectResponseFrame(resp)
 	_ = c.nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if c.closed() {
 		return false // close's expired deadline may have been overridden just now
 	}
-	_, err := c.nc.Write(enc.Bytes())
+	_, err := c.nc.Write(frame)
 	_ = c.nc.SetWriteDeadline(time.Time{})
 	return err == nil
 }

@@ -109,7 +109,7 @@ func (s *Server) attachSession(c *conn) bool {
 	}
 	s.bySess[c.sessionID] = c
 	s.connMu.Unlock()
-	if _, ok := s.sm.session(c.sessionID); !ok || s.sm.sessionConn(c.sessionID) != c.connID {
+	if !s.sm.attachable(c.sessionID, c.connID) {
 		s.connMu.Lock()
 		if s.bySess[c.sessionID] == c {
 			delete(s.bySess, c.sessionID)

@@ -1,10 +1,14 @@
 package server
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"strings"
 
 	"github.com/zkraft/zkraft/internal/mutation"
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/session"
 	"github.com/zkraft/zkraft/znode"
 )
 
@@ -14,6 +18,125 @@ import (
 // the tree (with their watch registration). conn.go calls it from its reader
 // and writer goroutines; Endpoint (replica.go) exposes it, step by step, to
 // tools that drive a Replica themselves (the simulator).
+
+// The connect handshake, without the socket and the wait for the session's
+// entry: decodeConnect reads the ConnectRequest, planConnect decides (the
+// zxid check, the timeout negotiation, a new session or the reattach of a
+// known one with its password), the caller proposes the plan's entry and,
+// once it applied, asks connectOutcome for the answer (ZooKeeper 3.8's:
+// the session's id, timeout and password, or the expired answer, timeout 0
+// and a zero password, then the connection is closed).
+
+// errClientAhead: the client has seen a zxid this member has not applied
+// yet; the connection is closed without an answer, as ZooKeeper does, and
+// the client moves on to another member.
+var errClientAhead = errors.New("client has seen a newer zxid than this server")
+
+// decodeConnect decodes a ConnectRequest frame (without its length prefix).
+func decodeConnect(frame []byte) (jute.ConnectRequest, error) {
+	var req jute.ConnectRequest
+	if err := jute.Unmarshal(frame, &req); err != nil {
+		return req, fmt.Errorf("malformed connect request: %w", err)
+	}
+	return req, nil
+}
+
+// connectEnv is what a member decides a connect request with.
+type connectEnv struct {
+	lastZxid     int64 // the member's last applied zxid
+	minMs, maxMs int32 // session timeout bounds
+	connID       uint64
+	// lookup returns a live session of the replicated table.
+	lookup func(id int64) (session.Session, bool)
+	// closing reports a session the leader decided to end (nil: none).
+	closing func(id int64) bool
+	// newID returns the id of a new session.
+	newID func() int64
+	// rand is where a new session's password is read from.
+	rand io.Reader
+}
+
+// connectPlan is the decision on a connect request: propose entry, or
+// (entry nil) answer with the expired response and close.
+type connectPlan struct {
+	req     jute.ConnectRequest
+	timeout int32 // negotiated
+	entry   *entry
+	resp    jute.ConnectResponse // the answer once entry applied
+}
+
+// planConnect decides on a connect request, as ZooKeeper 3.8 does. A new
+// session (id 0) gets an id, the negotiated timeout and a fresh password in
+// a createSession entry; a reattach of a live session with its password is
+// fenced by an attach entry (writes the client sent on its previous
+// connection are settled, applied or refused, before it can read again); a
+// reattach of an unknown, closing or expired session, or with a wrong
+// password, gets the expired answer (entry nil). It fails with
+// errClientAhead, or when no password could be read.
+func planConnect(req *jute.ConnectRequest, env *connectEnv) (connectPlan, error) {
+	p := connectPlan{req: *req}
+	if req.LastZxidSeen > env.lastZxid {
+		return p, fmt.Errorf("%w: client zxid %#x, server zxid %#x", errClientAhead, req.LastZxidSeen, env.lastZxid)
+	}
+	p.timeout = session.NegotiateTimeout(req.TimeOut, env.minMs, env.maxMs)
+	p.resp = jute.ConnectResponse{TimeOut: p.timeout, HasReadOnly: req.HasReadOnly}
+	if req.SessionID == 0 {
+		passwd, err := session.NewPassword(env.rand)
+		if err != nil {
+			return p, fmt.Errorf("new session: %w", err)
+		}
+		id := env.newID()
+		p.entry = &entry{Type: entryCreateSession, SessionID: id, ConnID: env.connID,
+			Body: CreateSessionBody(id, p.timeout, passwd)}
+		p.resp.SessionID, p.resp.Passwd = id, passwd
+		return p, nil
+	}
+	sess, ok := env.lookup(req.SessionID)
+	if !ok || (env.closing != nil && env.closing(req.SessionID)) || !session.VerifyPassword(sess, req.Passwd) {
+		return p, nil // expired, unknown, closing or wrong password
+	}
+	p.entry = &entry{Type: entryAttachSession, SessionID: sess.ID, ConnID: env.connID}
+	p.resp.SessionID, p.resp.Passwd = sess.ID, sess.Password
+	return p, nil
+}
+
+// expiredResponse is ZooKeeper's answer to a connect request for a session
+// that is gone: timeout 0, session 0, a zero password.
+func (p *connectPlan) expiredResponse() *jute.ConnectResponse {
+	return &jute.ConnectResponse{Passwd: make([]byte, 16), HasReadOnly: p.req.HasReadOnly}
+}
+
+// connectOutcome is the answer to a planned connect request whose entry
+// applied with code applyErr: ok and the session's answer if the session
+// lives on this connection (attachable), the expired answer if it ended or
+// moved meanwhile, nil (close without an answer, as when the entry was not
+// committed) if the entry failed.
+func connectOutcome(p *connectPlan, applyErr int32, attachable bool) (resp *jute.ConnectResponse, ok bool) {
+	if applyErr != 0 {
+		return nil, false
+	}
+	if !attachable {
+		return p.expiredResponse(), false
+	}
+	return &p.resp, true
+}
+
+// attachable reports whether session id is live and its connection is
+// connID (its createSession or attach entry was the last one applied).
+func (sm *stateMachine) attachable(id int64, connID uint64) bool {
+	_, ok := sm.session(id)
+	return ok && sm.sessionConn(id) == connID
+}
+
+// connectResponseFrame encodes a ConnectResponse frame, length prefix
+// included.
+func connectResponseFrame(resp *jute.ConnectResponse) []byte {
+	enc := jute.NewEncoder(nil)
+	start := enc.StartFrame()
+	enc.WriteRecord(resp)
+	enc.EndFrame(start)
+	return enc.Bytes()
+}
 
 // endpoint is the per-connection state the request path builds entries
 // with.

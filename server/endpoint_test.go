@@ -253,3 +253,141 @@ func TestEndpointSyncWithoutBarrier(t *testing.T) {
 		})
 	}
 }
+
+// decodeConnectResponse decodes a ConnectResponse frame (length prefix
+// included).
+func decodeConnectResponse(t *testing.T, frame []byte) jute.ConnectResponse {
+	t.Helper()
+	if len(frame) < 4 || int(binary.BigEndian.Uint32(frame)) != len(frame)-4 {
+		t.Fatalf("bad connect response frame % x", frame)
+	}
+	var resp jute.ConnectResponse
+	resp.HasReadOnly = true // read the readOnly byte when present
+	if err := jute.Unmarshal(frame[4:], &resp); err != nil {
+		t.Fatalf("decode connect response: %v", err)
+	}
+	return resp
+}
+
+func TestEndpointConnect(t *testing.T) {
+	passwd := bytes.Repeat([]byte{7}, 16) // endpointSession's is 16 zeros
+	cfg := ConnectConfig{MinSessionTimeoutMs: 4000, MaxSessionTimeoutMs: 40000,
+		NewSessionID: func() int64 { return 0x99 }}
+	tests := []struct {
+		name    string
+		req     jute.ConnectRequest
+		frame   []byte // instead of req
+		closing bool
+		// after its entry applied, before the answer: another connection
+		// takes the session over
+		moved   bool
+		wantErr error // nil: any error when errAny
+		errAny  bool
+		// wantPropose: the entry type proposed (0: answered at once)
+		wantPropose int32
+		wantSession int64
+		wantTimeout int32
+		wantPasswd  []byte
+		wantOK      bool
+		wantRO      bool
+	}{
+		{name: "new session, timeout below min", req: jute.ConnectRequest{TimeOut: 100},
+			wantPropose: ProposalCreateSession, wantSession: 0x99, wantTimeout: 4000, wantOK: true},
+		{name: "new session, timeout above max, read-only flag", req: jute.ConnectRequest{TimeOut: 90000, HasReadOnly: true},
+			wantPropose: ProposalCreateSession, wantSession: 0x99, wantTimeout: 40000, wantOK: true, wantRO: true},
+		{name: "new session, timeout within bounds", req: jute.ConnectRequest{TimeOut: 6000},
+			wantPropose: ProposalCreateSession, wantSession: 0x99, wantTimeout: 6000, wantOK: true},
+		{name: "reattach with password", req: jute.ConnectRequest{TimeOut: 5000, SessionID: endpointSession, Passwd: make([]byte, 16)},
+			wantPropose: ProposalAttachSession, wantSession: endpointSession, wantTimeout: 5000, wantPasswd: make([]byte, 16), wantOK: true},
+		{name: "reattach with wrong password", req: jute.ConnectRequest{TimeOut: 5000, SessionID: endpointSession, Passwd: passwd}},
+		{name: "reattach without password", req: jute.ConnectRequest{TimeOut: 5000, SessionID: endpointSession}},
+		{name: "reattach unknown session", req: jute.ConnectRequest{TimeOut: 5000, SessionID: 0x1234, Passwd: make([]byte, 16), HasReadOnly: true},
+			wantRO: true},
+		{name: "reattach closing session", req: jute.ConnectRequest{TimeOut: 5000, SessionID: endpointSession, Passwd: make([]byte, 16)},
+			closing: true},
+		{name: "session moved before the answer", req: jute.ConnectRequest{TimeOut: 5000, SessionID: endpointSession, Passwd: make([]byte, 16)},
+			moved: true, wantPropose: ProposalAttachSession, wantSession: endpointSession, wantTimeout: 5000},
+		{name: "client ahead", req: jute.ConnectRequest{LastZxidSeen: 1 << 40}, wantErr: errClientAhead},
+		{name: "malformed", frame: []byte{0, 0, 0}, errAny: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newEndpointRig(t, nil)
+			c := cfg
+			c.Rand = bytes.NewReader(passwd)
+			c.Closing = func(int64) bool { return tt.closing }
+			frame := tt.frame
+			if frame == nil {
+				frame = jute.Marshal(&tt.req)
+			}
+			conn, err := g.rep.Connect(frame, 9, c)
+			if tt.wantErr != nil || tt.errAny {
+				if err == nil || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
+					t.Fatalf("Connect: err %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Connect: %v", err)
+			}
+			if tt.wantPropose == 0 {
+				if conn.Propose != nil || conn.Reply == nil {
+					t.Fatalf("want the expired answer, got propose %+v", conn.Propose)
+				}
+				resp := decodeConnectResponse(t, conn.Reply)
+				if resp.TimeOut != 0 || resp.SessionID != 0 || !bytes.Equal(resp.Passwd, make([]byte, 16)) || resp.HasReadOnly != tt.wantRO {
+					t.Fatalf("expired answer %+v", resp)
+				}
+				return
+			}
+			p := conn.Propose
+			if p == nil || p.Type != tt.wantPropose || p.SessionID != tt.wantSession || p.ConnID != 9 || conn.TimeoutMs != tt.wantTimeout {
+				t.Fatalf("propose %+v timeout %d", p, conn.TimeoutMs)
+			}
+			a := g.apply(p)
+			if tt.moved {
+				g.apply(&Proposal{Type: ProposalAttachSession, SessionID: endpointSession, ConnID: 11})
+			}
+			frame, ok := g.rep.Connected(conn, a)
+			if ok != tt.wantOK || frame == nil {
+				t.Fatalf("Connected: ok %v frame %v (applied %+v)", ok, frame != nil, a)
+			}
+			resp := decodeConnectResponse(t, frame)
+			if !ok {
+				if resp.TimeOut != 0 || resp.SessionID != 0 {
+					t.Fatalf("want the expired answer, got %+v", resp)
+				}
+				return
+			}
+			want := tt.wantPasswd
+			if want == nil {
+				want = passwd // read from Rand
+			}
+			if resp.SessionID != tt.wantSession || resp.TimeOut != tt.wantTimeout || !bytes.Equal(resp.Passwd, want) || resp.HasReadOnly != tt.wantRO {
+				t.Fatalf("answer %+v", resp)
+			}
+			if !g.rep.HasSession(tt.wantSession) {
+				t.Fatalf("session %#x not live", tt.wantSession)
+			}
+		})
+	}
+}
+
+func TestEndpointConnectedFailedEntry(t *testing.T) {
+	g := newEndpointRig(t, nil)
+	// A createSession whose id is live fails: the connection is closed
+	// without an answer.
+	conn, err := g.rep.Connect(jute.Marshal(&jute.ConnectRequest{TimeOut: 5000}), 9, ConnectConfig{
+		MinSessionTimeoutMs: 4000, MaxSessionTimeoutMs: 40000, Rand: bytes.NewReader(make([]byte, 16)),
+		NewSessionID: func() int64 { return endpointSession }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := g.apply(conn.Propose)
+	if a.Err == 0 {
+		t.Fatalf("createSession of a live id applied: %+v", a)
+	}
+	if frame, ok := g.rep.Connected(conn, a); frame != nil || ok {
+		t.Fatalf("Connected: frame %v ok %v, want no answer", frame != nil, ok)
+	}
+}

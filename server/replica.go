@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -383,3 +384,74 @@ func (e *Endpoint) notify(frame []byte, _ int64) { e.events = append(e.events, f
 
 // ownWatches implements watcher.
 func (e *Endpoint) ownWatches() *watchIndex { return &e.watches }
+
+// ConnectConfig is what a member decides connect requests with.
+type ConnectConfig struct {
+	MinSessionTimeoutMs, MaxSessionTimeoutMs int32 // minSessionTimeout, maxSessionTimeout
+	// NewSessionID returns the id of a new session (the server's
+	// session.IDGenerator).
+	NewSessionID func() int64
+	// Rand is read for new sessions' passwords (the server's crypto/rand).
+	Rand io.Reader
+	// Closing reports a session the leader decided to end (the server's
+	// tracker); nil: none.
+	Closing func(id int64) bool
+}
+
+// Connect is the server's decision on a connect request.
+type Connect struct {
+	// Reply, if not nil, is the ConnectResponse frame (length prefix
+	// included) the connection is answered with before it is closed: the
+	// expired answer (timeout 0, session 0, zero password) to a reattach
+	// of an unknown, closing or expired session or with a wrong password.
+	Reply []byte
+	// Propose, if not nil, is the createSession or attach entry to propose
+	// (the caller stamps Proposer, ReqID and TimeMs); the answer is
+	// Connected of its result. If the proposal fails the server closes the
+	// connection without an answer.
+	Propose   *Proposal
+	SessionID int64 // the session of Propose
+	TimeoutMs int32 // the negotiated timeout
+	plan      connectPlan
+}
+
+// Connect handles a connect request frame (ConnectRequest, without the
+// length prefix) of connection connID, as the server's connection does. It
+// fails, and the server closes the connection without an answer, if the
+// frame is malformed, the client has seen a zxid this replica has not
+// applied, or no password could be read.
+func (r *Replica) Connect(frame []byte, connID uint64, cfg ConnectConfig) (Connect, error) {
+	req, err := decodeConnect(frame)
+	if err != nil {
+		return Connect{}, err
+	}
+	plan, err := planConnect(&req, &connectEnv{lastZxid: r.sm.lastZxid.Load(),
+		minMs: cfg.MinSessionTimeoutMs, maxMs: cfg.MaxSessionTimeoutMs, connID: connID,
+		lookup: r.sm.session, closing: cfg.Closing, newID: cfg.NewSessionID, rand: cfg.Rand})
+	if err != nil {
+		return Connect{}, err
+	}
+	c := Connect{plan: plan, TimeoutMs: plan.timeout}
+	if plan.entry == nil {
+		c.Reply = connectResponseFrame(plan.expiredResponse())
+		return c, nil
+	}
+	e := plan.entry
+	c.Propose = &Proposal{Type: e.Type, SessionID: e.SessionID, ConnID: e.ConnID, Body: e.Body}
+	c.SessionID = e.SessionID
+	return c, nil
+}
+
+// Connected is the answer to c once its proposal applied with a: the
+// ConnectResponse frame (length prefix included), and whether the
+// connection goes on. A failed entry closes the connection without an
+// answer (frame nil); a session that ended or moved to another connection
+// meanwhile gets the expired answer.
+func (r *Replica) Connected(c Connect, a Applied) (frame []byte, ok bool) {
+	attachable := a.Err == 0 && r.sm.attachable(c.SessionID, c.plan.entry.ConnID)
+	resp, ok := connectOutcome(&c.plan, a.Err, attachable)
+	if resp == nil {
+		return nil, false
+	}
+	return connectResponseFrame(resp), ok
+}

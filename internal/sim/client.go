@@ -46,7 +46,8 @@ type client struct {
 	member     int
 	connID     uint64
 	connected  bool
-	epoch      int // grows at every disconnect: stale timers do nothing
+	passwd     []byte // its session's password, from the ConnectResponse
+	epoch      int    // grows at every disconnect: stale timers do nothing
 	paused     bool
 	sess       int64
 	sessGen    int
@@ -77,6 +78,19 @@ func newClient(w *world, idx int) *client { return &client{w: w, idx: idx, membe
 func (c *client) send(r *request, onReply func(response), onLost func()) {
 	cl := &call{onReply: onReply, onLost: onLost}
 	var frames [][]byte
+	if r.kind == reqConnect || r.kind == reqAttach {
+		// A ZooKeeper ConnectRequest: a new session asks with id 0 and a
+		// zero password, a reattach with its id and password; both carry
+		// the last zxid the client saw (a member behind it refuses).
+		req := jute.ConnectRequest{LastZxidSeen: c.lastZxid, TimeOut: int32(sessionTimeout / time.Millisecond),
+			Passwd: make([]byte, 16)}
+		if r.kind == reqAttach {
+			req.SessionID, req.Passwd = c.sess, c.passwd
+		}
+		frame := jute.Marshal(&req)
+		frames = append(frames, binary.BigEndian.AppendUint32(nil, uint32(len(frame))))
+		frames[0] = append(frames[0], frame...)
+	}
 	if r.kind == reqSyncRead || r.kind == reqChildren {
 		c.xid++
 		cl.syncXid = int32(c.xid)
@@ -139,7 +153,7 @@ func (c *client) receive(resp response) {
 	if resp.withQuorum {
 		c.lastQuorum = c.w.now
 	}
-	if resp.wire != nil {
+	if !resp.connect {
 		c.receiveFrames(resp.wire)
 		return
 	}
@@ -147,11 +161,26 @@ func (c *client) receive(resp response) {
 	if cl == nil || cl.xid != resp.xid {
 		return
 	}
+	// A ConnectResponse: timeout 0 is ZooKeeper's answer to a session
+	// that is gone.
+	var cr jute.ConnectResponse
+	if len(resp.wire) < 4 || int(binary.BigEndian.Uint32(resp.wire)) != len(resp.wire)-4 ||
+		jute.Unmarshal(resp.wire[4:], &cr) != nil {
+		c.w.fail("frame", "client %d: bad connect response", c.idx)
+		return
+	}
+	switch {
+	case cr.TimeOut <= 0:
+		resp.err = jute.ErrSessionExpired
+	case cr.SessionID != c.sess || len(cr.Passwd) != 16:
+		c.w.fail("frame", "client %d: connect answered with session %#x (password %d bytes), want %#x",
+			c.idx, cr.SessionID, len(cr.Passwd), c.sess)
+		return
+	default:
+		c.passwd = cr.Passwd
+	}
 	c.inflight = nil
 	c.lastHeard = c.w.now
-	if resp.err == 0 {
-		c.checkZxid(resp.zxid)
-	}
 	cl.onReply(resp)
 }
 
@@ -366,6 +395,7 @@ func (c *client) reconnect() {
 		c.sessGen++
 		c.sess = int64(c.idx+1)<<32 | int64(c.sessGen)
 		c.lastZxid = 0
+		c.passwd = nil
 		c.lock, c.lockNode = lockIdle, ""
 		kind = reqConnect
 	}

@@ -648,6 +648,13 @@ func (m *member) ExpiryRefused(s session.Session) {
 // extendedTypesEnabled=true in zoo.cfg.
 var treeOptions = znode.Options{ExtendedTypesEnabled: true}
 
+// The members' session timeout bounds: minSessionTimeout and
+// maxSessionTimeout of tickTime 2000 (2 and 20 ticks).
+const (
+	minSessionTimeoutMs = 4000
+	maxSessionTimeoutMs = 40000
+)
+
 // juteMaxBuffer is the members' jute.maxbuffer, the server's default.
 const juteMaxBuffer = jute.DefaultMaxBuffer
 
@@ -676,8 +683,8 @@ type request struct {
 	kind    reqKind
 	connID  uint64
 	session int64
-	xid     uint64 // connect, attach
-	frames  [][]byte
+	xid     uint64   // connect, attach
+	frames  [][]byte // a connect or attach: its ConnectRequest frame
 	op      int32
 	body    []byte
 	path    string
@@ -693,6 +700,7 @@ type response struct {
 	// server's request handling; the fields below are decoded from them by
 	// the client.
 	wire     []byte
+	connect  bool // wire is a ConnectResponse frame
 	err      int32
 	zxid     int64
 	data     []byte
@@ -728,28 +736,45 @@ func (m *member) handle(c *client, r *request) {
 	conn := m.conns[r.connID]
 	switch r.kind {
 	case reqConnect, reqAttach:
-		conn = &mconn{id: r.connID, client: c, session: r.session}
+		// The server's connect handshake (server.Replica.Connect and
+		// Connected, the code conn.go's handshake calls).
+		cn, err := m.rep.Connect(r.frames[0][4:], r.connID, server.ConnectConfig{
+			MinSessionTimeoutMs: minSessionTimeoutMs, MaxSessionTimeoutMs: maxSessionTimeoutMs,
+			// The simulator's id generator: the client's own numbering,
+			// unique across the run and readable in traces.
+			NewSessionID: func() int64 { return r.session },
+			Rand:         m.w.passwords,
+			Closing:      m.tracker.IsClosing,
+		})
+		conn = &mconn{id: r.connID, client: c, session: cn.SessionID}
 		m.conns[r.connID] = conn
-		p := &server.Proposal{SessionID: r.session, ConnID: r.connID}
-		if r.kind == reqConnect {
-			p.Type, p.Body = server.ProposalCreateSession, server.CreateSessionBody(r.session, int32(sessionTimeout/time.Millisecond), nil)
-		} else {
-			p.Type = server.ProposalAttachSession
+		if err != nil {
+			m.w.tracef("member %d refused connection %d: %v", m.id, r.connID, err)
+			m.closeConn(conn)
+			return
 		}
-		m.propose(p, func(a server.Applied, ok bool) {
-			if !ok || a.Err != 0 {
-				if ok {
-					reply(response{err: a.Err})
-				}
-				delete(m.conns, conn.id)
-				if !ok {
-					m.closeConn(conn)
-				}
+		if cn.Propose == nil {
+			reply(response{wire: cn.Reply, connect: true})
+			m.closeConn(conn)
+			return
+		}
+		m.propose(cn.Propose, func(a server.Applied, ok bool) {
+			if m.conns[conn.id] != conn {
+				return
+			}
+			var frame []byte
+			if ok {
+				frame, ok = m.rep.Connected(cn, a)
+			}
+			if frame != nil {
+				reply(response{wire: frame, connect: true})
+			}
+			if !ok {
+				m.closeConn(conn)
 				return
 			}
 			conn.active = true
 			conn.ep = m.rep.NewEndpoint(conn.session, conn.id, nil, treeOptions, juteMaxBuffer)
-			reply(response{zxid: a.Zxid})
 		})
 		return
 	}

@@ -104,6 +104,7 @@ func (q *eventQueue) Pop() any {
 type world struct {
 	cfg       Config
 	rng       *rand.Rand
+	passwords prngReader // session passwords (a PRNG of their own: drawing them changes no other draw)
 	now       time.Duration
 	seq       uint64
 	queue     eventQueue
@@ -209,6 +210,7 @@ func Run(cfg Config) []Failure {
 		cfg.Duration = 30 * time.Second
 	}
 	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
+	w.passwords = prngReader{rand.New(rand.NewPCG(cfg.Seed^0x70617373, cfg.Seed))}
 	saved := crand.Reader
 	crand.Reader = prngReader{rand.New(rand.NewPCG(w.rng.Uint64(), w.rng.Uint64()))}
 	defer func() { crand.Reader = saved }()
