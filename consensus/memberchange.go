@@ -135,7 +135,10 @@ func (c *Core) StartMemberChange(add []Peer, remove []uint64, done func(error)) 
 // ended). A change waiting for its new members' promotion first removes the
 // learners it added (for at most three election timeouts) and then reports
 // ErrNotCaughtUp wrapping cause; otherwise it reports cause at once. The
-// steps applied so far stay applied. No-op for a finished change. Core
+// steps applied so far stay applied. If the learners could not be removed
+// in that time (no quorum, or a promotion proposed earlier still pending:
+// raft takes one conf change at a time), the error says they may still be
+// in the group: the promotion can commit after the outcome was reported. No-op for a finished change. Core
 // goroutine.
 func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	if mc == nil || mc.finished || mc.phase == phaseRollback {
@@ -198,7 +201,10 @@ func (c *Core) tickChanges() {
 		if mc.rollback <= 0 {
 			c.lg.Warn().Err(mc.cause).Uints64("members", mc.added).
 				Msg("gave up removing the new members after a failed membership change")
-			c.finishChange(mc, mc.cause)
+			// They may stay in the group, and a promotion proposed before
+			// the change was given up can still commit: the caller must
+			// check the membership before taking a new member down.
+			c.finishChange(mc, fmt.Errorf("%w (members %v may still be in the group)", mc.cause, mc.added))
 		}
 	}
 	c.driveChanges()

@@ -305,11 +305,18 @@ func (w *world) changeDone(sc *simChange, err error) {
 		w.fail(chkMembership, "%s on member %d failed for an undocumented reason: %v", sc.what, m.id, err)
 	}
 	if a := sc.added; a != nil && !a.removed {
-		// An addition that failed: the new member goes away (once no
-		// member counts it as a voter).
-		w.after(0, func() {
+		// An addition that failed: the new member goes away, as an operator
+		// would take it down, once no member counts it in the group. That is
+		// judged a while later: a promotion proposed before the change was
+		// given up can still commit after the rollback stopped trying (raft
+		// takes one conf change at a time, and a new leader commits what its
+		// log holds), and then the member is a voter that must keep running.
+		w.after(3*time.Second, func() {
 			for _, o := range w.members {
-				if o.core != nil && slices.Contains(o.core.ConfState().GetVoters(), a.id) {
+				cs := o.core
+				if cs != nil && (slices.Contains(cs.ConfState().GetVoters(), a.id) ||
+					slices.Contains(cs.ConfState().GetLearners(), a.id)) {
+					w.tracef("reconfig: member %d stays: the failed %s left it in the group", a.id, sc.what)
 					return
 				}
 			}
