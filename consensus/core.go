@@ -368,6 +368,13 @@ func (c *Core) HandleReady() error {
 	if err != nil {
 		return fmt.Errorf("read last raft index: %w", err)
 	}
+	if len(rd.Entries) > 0 {
+		// This Ready's entries replace what the disk holds from their first
+		// index on (a follower's log conflicting with the leader's): raft
+		// may hand them over as committed already, but the copy on disk
+		// is the old one until this write completes.
+		lastDurable = min(lastDurable, rd.Entries[0].GetIndex()-1)
+	}
 	committed := rd.CommittedEntries
 	if !hasSnap {
 		if committed, err = c.applyDurable(rd, lastDurable); err != nil {

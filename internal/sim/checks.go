@@ -140,11 +140,16 @@ func (k *checks) applied(m *member, idx uint64) {
 }
 
 // durable runs when member m applies the entry (index, term): a committed
-// entry must be on the disks of a quorum. Members' disks are counted, the
+// entry must be on m's own disk and on the disks of a quorum. Members' disks are counted, the
 // removed ones' included, against the quorum of the smallest voter set a run
 // goes through (reconfig keeps Members-1 or Members voters), so a conf change
 // between commit and apply cannot make the check wrong.
 func (k *checks) durable(m *member, index, term uint64) {
+	if !m.disk.holds(index, term) {
+		// A member applies only what its own disk holds (consensus's
+		// StateMachine contract), also when the entry is committed elsewhere.
+		k.w.fail(chkDurable, "member %d applies entry %d (term %d) before its own disk holds it", m.id, index, term)
+	}
 	holders := 0
 	for _, o := range k.w.members {
 		if o.disk.holds(index, term) {
