@@ -81,6 +81,12 @@ func (c *Core) isObserver(id uint64) bool {
 	if o, ok := c.observers[id]; ok {
 		return o
 	}
+	// A group bootstrapped with observers has no conf change marking them
+	// in its log: after a restart its own peer list still names them (a
+	// member's role never changes).
+	if slices.ContainsFunc(c.cfg.Peers, func(p Peer) bool { return p.ID == id && p.Observer }) {
+		return true
+	}
 	return c.cfg.IsObserver != nil && c.cfg.IsObserver(id)
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -195,4 +196,31 @@ func TestClusterObserver(t *testing.T) {
 	}
 	c.nodes[lead].proposeSeq(t, "b", 3)
 	c.waitAllApplied(8)
+}
+
+// TestRestartKeepsBootstrappedObserver: a group bootstrapped with an
+// observer restarts every member on its storage, without Config.IsObserver;
+// the observer must stay a learner (its peer list says so).
+func TestRestartKeepsBootstrappedObserver(t *testing.T) {
+	peers := []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4, Observer: true}}
+	g := newCoreGroupPeers(t, peers)
+	g.waitLeader(t)
+	for r := 0; r < 20; r++ {
+		g.round(t)
+	}
+	for _, p := range peers {
+		cfg := Config{ID: p.ID, Peers: peers, Transport: groupTransport{g, p.ID}, Logger: zerolog.Nop()}
+		c, err := NewCore(cfg, g.sms[p.ID], CoreOptions{Storage: g.stores[p.ID], Now: func() time.Time { return g.now }})
+		require.NoError(t, err)
+		g.cores[p.ID] = c
+	}
+	g.queue = nil
+	g.waitLeader(t)
+	for r := 0; r < 60; r++ {
+		g.round(t)
+	}
+	for id, c := range g.cores {
+		require.Equal(t, []uint64{1, 2, 3}, slices.Sorted(slices.Values(c.appliedConf().GetVoters())), "member %d", id)
+		require.Equal(t, []uint64{4}, c.appliedConf().GetLearners(), "member %d", id)
+	}
 }
