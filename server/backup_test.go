@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkraft/zkraft/internal/backup"
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/session"
 	"github.com/zkraft/zkraft/znode"
 )
 
@@ -227,4 +229,32 @@ func TestAdminSnapshotNeedsReadOnEveryNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPrepareRestore: a restored state has no sessions, no ephemerals and
+// an empty /zookeeper/config (the source's members and addresses), even
+// from a backup that held them.
+func TestPrepareRestore(t *testing.T) {
+	sm := newStateMachine(znode.Options{}, nil, inspectHooks{}, zerolog.Nop())
+	ctx := znode.TxnContext{Zxid: 5, Options: &sm.treeOpts}
+	sm.tree.SetConfig(ctx, []byte("server.1=old-host:2888:3888:participant;old-host:2181\nversion=5"))
+	require.True(t, sm.sessions.Add(session.Session{ID: 77, TimeoutMs: 30000, Password: bytes.Repeat([]byte{0xAB}, 16)}))
+	ctx.SessionID = 77
+	res, _ := sm.tree.Apply(ctx, &znode.Write{Type: jute.OpCreate, Path: "/e", Create: &jute.CreateTTLRequest{
+		Path: "/e", Flags: jute.FlagEphemeral, ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}}})
+	require.Zero(t, res.Err)
+	sm.lastZxid.Store(5)
+	payload, err := sm.Snapshot()
+	require.NoError(t, err)
+	require.True(t, bytes.Contains(payload, []byte("old-host")))
+
+	out, err := PrepareRestore(9, payload)
+	require.NoError(t, err)
+	require.False(t, bytes.Contains(out, []byte("old-host")), "the source's members survive a restore")
+	require.False(t, bytes.Contains(out, bytes.Repeat([]byte{0xAB}, 16)), "a session password survives a restore")
+	sum, err := InspectSnapshot(9, out)
+	require.NoError(t, err)
+	require.Zero(t, sum.Sessions)
+	require.Zero(t, sum.Ephemerals)
+	require.Equal(t, uint64(5), sum.Zxid)
 }
