@@ -253,6 +253,9 @@ type backupStateOptions struct {
 	// publishes its own zoo.cfg membership at first leadership
 	// (publishInitialConfig) and never reads the source's.
 	clearConfig bool
+	// zxid, when not 0, becomes the state's last zxid (restore's
+	// --bump-index: the raft index it is restored at).
+	zxid uint64
 	// readableBy, when not nil, makes rewriteState report in the second
 	// result whether these ids may READ every node.
 	readableBy []jute.Id
@@ -297,6 +300,9 @@ func rewriteState(index uint64, payload []byte, o backupStateOptions) ([]byte, b
 		sm.order = map[int64]connOrder{}
 		sm.delayed = map[int64]int64{}
 	}
+	if o.zxid != 0 {
+		sm.lastZxid.Store(int64(o.zxid))
+	}
 	if o.clearConfig {
 		if data, _, _ := sm.tree.GetData("/zookeeper/config"); len(data) > 0 {
 			sm.tree.SetConfig(ctx, nil)
@@ -314,8 +320,11 @@ func rewriteState(index uint64, payload []byte, o backupStateOptions) ([]byte, b
 // backup's state taken at index: without sessions and their ephemerals
 // (backups of older builds held them) and with /zookeeper/config empty, so
 // that the restored members publish the membership of their own zoo.cfg.
-func PrepareRestore(index uint64, payload []byte) ([]byte, error) {
-	out, _, err := rewriteState(index, payload, backupStateOptions{dropSessions: true, clearConfig: true})
+// A zxid above 0 (the bumped raft index the state is restored at) becomes
+// its last zxid: the restored members report it at once, so clients that
+// saw the source's later zxids are served.
+func PrepareRestore(index uint64, payload []byte, zxid uint64) ([]byte, error) {
+	out, _, err := rewriteState(index, payload, backupStateOptions{dropSessions: true, clearConfig: true, zxid: zxid})
 	if err != nil {
 		return nil, fmt.Errorf("prepare restored state: %w", err)
 	}

@@ -248,7 +248,7 @@ func TestPrepareRestore(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, bytes.Contains(payload, []byte("old-host")))
 
-	out, err := PrepareRestore(9, payload)
+	out, err := PrepareRestore(9, payload, 0)
 	require.NoError(t, err)
 	require.False(t, bytes.Contains(out, []byte("old-host")), "the source's members survive a restore")
 	require.False(t, bytes.Contains(out, bytes.Repeat([]byte{0xAB}, 16)), "a session password survives a restore")

@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"math"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -209,7 +212,11 @@ func TestRestoreBumpIndex(t *testing.T) {
 	r, err := restore(file, dir, "", 0, bump)
 	require.NoError(t, err)
 	require.Equal(t, h.Index+bump, r.index)
+	require.Equal(t, h.Index+bump, r.zxid)
 	dst := startAdminServer(t, dir, znode.DigestID("super:pw"))
+	// Before any write the server reports the bumped zxid, so a client of
+	// the source that saw a later zxid is not refused.
+	require.Equal(t, h.Index+bump, srvrZxid(t, dst.Addr().String()))
 	c2, _, err := zk.Connect([]string{dst.Addr().String()}, 10*time.Second, zk.WithLogInfo(false))
 	require.NoError(t, err)
 	defer c2.Close()
@@ -220,4 +227,26 @@ func TestRestoreBumpIndex(t *testing.T) {
 	st, err = c2.Set("/n", []byte("w"), -1)
 	require.NoError(t, err)
 	require.Greater(t, uint64(st.Mzxid), h.Index+bump)
+}
+
+// srvrZxid asks a server's srvr four-letter word for its last zxid.
+func srvrZxid(t *testing.T, addr string) uint64 {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(5*time.Second)))
+	_, err = conn.Write([]byte("srvr"))
+	require.NoError(t, err)
+	out, err := io.ReadAll(conn)
+	require.NoError(t, err)
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(line, "Zxid: 0x"); ok {
+			z, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			require.NoError(t, err)
+			return z
+		}
+	}
+	t.Fatalf("srvr: no Zxid line in %q", out)
+	return 0
 }

@@ -94,8 +94,9 @@ func parseOneArg(fs *flag.FlagSet, args []string, stderr io.Writer, what string)
 func snapshotSave(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("snapshot save", "usage: zkraft snapshot save [flags] FILE\n\n"+
 		"Streams a consistent snapshot of a running member's state (as of one applied raft index, after a\n"+
-		"ReadIndex) from its AdminServer (GET /commands/snapshot?streaming=true) into FILE. The caller needs\n"+
-		"ALL on / (--auth as the super user, DigestAuthenticationProvider.superDigest, passes every ACL).\n", stdout)
+		"ReadIndex) from its AdminServer (GET /commands/snapshot?streaming=true) into FILE, without sessions.\n"+
+		"The caller needs ALL on / and READ on every node, or to be the super user\n"+
+		"(--auth as DigestAuthenticationProvider.superDigest's user).\n", stdout)
 	srv := fs.String("server", "127.0.0.1:8080", "the member's AdminServer, HOST:PORT or an http:// URL")
 	auth := fs.String("auth", "", "digest credentials USER:PASSWORD (also $ZKRAFT_AUTH)")
 	commandURL := fs.String("command-url", "/commands", "the member's admin.commandURL")
@@ -307,7 +308,11 @@ func restore(file, dataDir, cfgPath string, myid, bump uint64) (restored, error)
 	if index < h.Index || index > math.MaxInt64 {
 		return restored{}, fmt.Errorf("--bump-index %d: raft index %d + %d overflows a zxid", bump, h.Index, bump)
 	}
-	if payload, err = server.PrepareRestore(h.Index, payload); err != nil {
+	zxid := uint64(0) // keep the backup's
+	if bump > 0 {
+		zxid = index
+	}
+	if payload, err = server.PrepareRestore(h.Index, payload, zxid); err != nil {
 		return restored{}, fmt.Errorf("%s: %w", file, err)
 	}
 	cs := &pb.ConfState{}
@@ -377,7 +382,7 @@ func restore(file, dataDir, cfgPath string, myid, bump uint64) (restored, error)
 			return restored{}, fmt.Errorf("write myid: %w", err)
 		}
 	}
-	return restored{id: myid, voters: cs.Voters, observers: cs.Learners, index: index, term: h.Term, zxid: sum.Zxid}, nil
+	return restored{id: myid, voters: cs.Voters, observers: cs.Learners, index: index, term: h.Term, zxid: max(sum.Zxid, zxid)}, nil
 }
 
 // checkEmptyDataDir accepts a missing directory, an empty one, or one
