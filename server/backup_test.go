@@ -258,3 +258,29 @@ func TestPrepareRestore(t *testing.T) {
 	require.Zero(t, sum.Ephemerals)
 	require.Equal(t, uint64(5), sum.Zxid)
 }
+
+// TestAdminSnapshotHead: HEAD is answered after the checks with headers
+// only; it never enters the snapshot path (a snapshot being streamed, which
+// makes GET answer 429, does not matter to it).
+func TestAdminSnapshotHead(t *testing.T) {
+	s := startServer(t, withAdmin)
+	s.ops.snapshotBusy.Store(true)
+	t.Cleanup(func() { s.ops.snapshotBusy.Store(false) })
+	for _, tc := range []struct {
+		method string
+		code   int
+	}{{http.MethodHead, http.StatusOK}, {http.MethodGet, http.StatusTooManyRequests}} {
+		req, err := http.NewRequest(tc.method, "http://"+s.AdminAddr().String()+"/commands/snapshot?streaming=true", nil)
+		require.NoError(t, err)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, tc.code, resp.StatusCode, "%s: %s", tc.method, body)
+		if tc.method == http.MethodHead {
+			require.Empty(t, body)
+			require.Equal(t, "application/octet-stream", resp.Header.Get("Content-Type"))
+		}
+	}
+}
