@@ -85,7 +85,9 @@ var ErrDataDirNotEmpty = errors.New("data directory is not empty")
 // index) with the conf state cs: the snapshot file, its metadata, the conf
 // state and a hard state of that term committed up to index, with no log
 // entries. dataDir must not hold raft.db or snap/ already. Starting a Node
-// on it restores the snapshot and continues after index.
+// on it restores the snapshot and continues after index. While it writes,
+// dataDir holds Seed's marker (seedMarker): Start refuses a directory whose
+// restore did not finish.
 func CreateFromSnapshot(dataDir string, term, index uint64, cs *pb.ConfState, data []byte) error {
 	if index == 0 || term == 0 {
 		return fmt.Errorf("snapshot at index %d term %d: both must be positive", index, term)
@@ -93,12 +95,25 @@ func CreateFromSnapshot(dataDir string, term, index uint64, cs *pb.ConfState, da
 	if len(cs.GetVoters()) == 0 {
 		return errors.New("conf state without voters")
 	}
-	for _, name := range []string{dbFileName, snapDirName} {
+	for _, name := range []string{dbFileName, snapDirName, seedMarker} {
 		if _, err := os.Lstat(filepath.Join(dataDir, name)); err == nil {
 			return fmt.Errorf("%w: %s exists", ErrDataDirNotEmpty, filepath.Join(dataDir, name))
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("check data dir: %w", err)
 		}
+	}
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	// As Seed: the marker makes Start refuse the directory until every
+	// write below is durable, so a restore killed midway never passes for
+	// empty storage (a member would bootstrap an empty tree on it).
+	marker := filepath.Join(dataDir, seedMarker)
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		return fmt.Errorf("create data dir from snapshot: %w", err)
+	}
+	if err := syncDir(dataDir); err != nil {
+		return fmt.Errorf("create data dir from snapshot: %w", err)
 	}
 	st, err := openDiskStore(dataDir)
 	if err != nil {
@@ -115,8 +130,21 @@ func CreateFromSnapshot(dataDir string, term, index uint64, cs *pb.ConfState, da
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && createFromSnapshotCrash != nil {
+		err = createFromSnapshotCrash()
+	}
 	if err != nil {
+		return fmt.Errorf("create data dir from snapshot: %w", err)
+	}
+	if err := os.Remove(marker); err != nil {
+		return fmt.Errorf("create data dir from snapshot: %w", err)
+	}
+	if err := syncDir(dataDir); err != nil {
 		return fmt.Errorf("create data dir from snapshot: %w", err)
 	}
 	return nil
 }
+
+// createFromSnapshotCrash, set by tests, stands for a crash of
+// CreateFromSnapshot after the storage is written but before it finished.
+var createFromSnapshotCrash func() error

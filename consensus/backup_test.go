@@ -50,3 +50,18 @@ func TestCreateFromSnapshotRefuses(t *testing.T) {
 	require.Error(t, CreateFromSnapshot(t.TempDir(), 0, 1, cs, []byte("x")))
 	require.Error(t, CreateFromSnapshot(t.TempDir(), 1, 1, &pb.ConfState{}, []byte("x")))
 }
+
+// TestStartRefusesUnfinishedCreateFromSnapshot: a restore killed after
+// writing the storage but before finishing leaves a directory Start
+// refuses, not one it takes for a new member's empty storage.
+func TestStartRefusesUnfinishedCreateFromSnapshot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	createFromSnapshotCrash = func() error { return errors.New("killed") }
+	t.Cleanup(func() { createFromSnapshotCrash = nil })
+	require.Error(t, CreateFromSnapshot(dir, 1, 5, &pb.ConfState{Voters: []uint64{1}}, []byte("x")))
+	_, err := Start(Config{ID: 1, Peers: []Peer{{ID: 1}}, DataDir: dir}, nil)
+	require.ErrorContains(t, err, "did not finish")
+	// And a second restore into it is refused too.
+	createFromSnapshotCrash = nil
+	require.ErrorIs(t, CreateFromSnapshot(dir, 1, 5, &pb.ConfState{Voters: []uint64{1}}, []byte("x")), ErrDataDirNotEmpty)
+}

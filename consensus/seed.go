@@ -19,7 +19,7 @@ const seedMarker = "SEEDING"
 // checkNotSeeding refuses a data directory whose seeding did not finish.
 func checkNotSeeding(dataDir string) error {
 	if _, err := os.Stat(filepath.Join(dataDir, seedMarker)); err == nil {
-		return fmt.Errorf("%s holds %s: importing into it did not finish; empty it and import again", dataDir, seedMarker)
+		return fmt.Errorf("%s holds %s: importing or restoring into it did not finish; empty it and import or restore again", dataDir, seedMarker)
 	}
 	return nil
 }

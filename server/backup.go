@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,8 +37,13 @@ import (
 // As in ZooKeeper 3.9.4 the caller needs ALL on "/": its ids are
 // ip:<address> plus, from the Authorization header, digest:<user>:<hash>
 // (and super when it is DigestAuthenticationProvider.superDigest's user).
-// admin.snapshot.enabled=false turns the command off. One snapshot is
-// streamed at a time; another request meanwhile gets 429.
+// Unlike ZooKeeper, a caller other than super must also be allowed to READ
+// every node (a backup reveals them all); otherwise only super may take
+// it. The backup holds no sessions: their passwords would let whoever
+// holds the file take them over (rewriteState drops them and their
+// ephemerals). A HEAD request is answered after the checks, with headers
+// only. admin.snapshot.enabled=false turns the command off. One snapshot
+// is streamed at a time; another request meanwhile gets 429.
 
 // snapshotTimeout bounds the ReadIndex and freeze before streaming starts.
 const snapshotTimeout = 30 * time.Second
@@ -63,13 +69,24 @@ func (o *operability) snapshotCommand(w http.ResponseWriter, r *http.Request) {
 		fail(http.StatusUnauthorized, authErr)
 		return
 	}
-	if !s.rootAllowed(ids) {
+	super := slices.ContainsFunc(ids, func(id jute.Id) bool { return id.Scheme == "super" })
+	if !super && !s.rootAllowed(ids) {
 		code := http.StatusForbidden
 		if r.Header.Get("Authorization") == "" {
 			code = http.StatusUnauthorized
 		}
 		s.log.Warn().Str("remote", r.RemoteAddr).Msg("snapshot command refused: the caller lacks ALL on /")
 		fail(code, "not authorized: the snapshot command needs ALL permission on / (send Authorization: digest user:password)")
+		return
+	}
+	if r.Method == http.MethodHead {
+		// Headers only: no ReadIndex, freeze or serialization.
+		if r.URL.Query().Get("streaming") == "true" {
+			w.Header().Set("Content-Type", "application/octet-stream")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(http.StatusOK)
 		return
 	}
 	if !o.snapshotBusy.CompareAndSwap(false, true) {
@@ -93,6 +110,20 @@ func (o *operability) snapshotCommand(w http.ResponseWriter, r *http.Request) {
 	payload, err := frozen.Serialize() // off the raft loop
 	if err != nil {
 		fail(http.StatusInternalServerError, fmt.Sprintf("serialize state: %v", err))
+		return
+	}
+	readableBy := ids
+	if super {
+		readableBy = nil
+	}
+	payload, readable, err := rewriteState(frozen.Index, payload, backupStateOptions{dropSessions: true, readableBy: readableBy})
+	if err != nil {
+		fail(http.StatusInternalServerError, fmt.Sprintf("backup state: %v", err))
+		return
+	}
+	if !readable {
+		s.log.Warn().Str("remote", r.RemoteAddr).Msg("snapshot command refused: a node's ACL refuses READ to the caller")
+		fail(http.StatusForbidden, "not authorized: a node's ACL refuses READ to the caller; only the super user may take a backup of it")
 		return
 	}
 	zxid, err := snapshotZxid(payload)
@@ -209,3 +240,93 @@ func (inspectHooks) sessionTouched(int64)              {}
 func (inspectHooks) expiryRefused(session.Session)     {}
 func (inspectHooks) configChanged([]byte)              {}
 func (inspectHooks) stateReplaced()                    {}
+
+// backupStateOptions say how rewriteState changes a state snapshot.
+type backupStateOptions struct {
+	// dropSessions removes every session (their passwords would let anyone
+	// holding the file take them over), the dead ones whose ephemerals a
+	// lock-delay keeps, and all their ephemerals, each session as one
+	// close at the snapshot's last zxid: the parents' cversion grows by
+	// the children removed and their pzxid becomes that zxid.
+	dropSessions bool
+	// clearConfig empties /zookeeper/config, so a restored member
+	// publishes its own zoo.cfg membership at first leadership
+	// (publishInitialConfig) and never reads the source's.
+	clearConfig bool
+	// zxid, when not 0, becomes the state's last zxid (restore's
+	// --bump-index: the raft index it is restored at).
+	zxid uint64
+	// readableBy, when not nil, makes rewriteState report in the second
+	// result whether these ids may READ every node.
+	readableBy []jute.Id
+}
+
+// rewriteState decodes a state snapshot taken at index, changes it as o
+// says and encodes it again. The second result is whether o.readableBy
+// may read every node (true when o.readableBy is nil).
+func rewriteState(index uint64, payload []byte, o backupStateOptions) ([]byte, bool, error) {
+	sm := newStateMachine(znode.Options{ExtendedTypesEnabled: true, X509Enabled: true}, nil, inspectHooks{}, zerolog.Nop())
+	if err := sm.Restore(index, payload); err != nil {
+		return nil, false, err
+	}
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	readable := true
+	if o.readableBy != nil {
+		sm.tree.EachNode(func(_ string, acl []jute.ACL) bool {
+			readable = znode.CheckACL(acl, jute.PermRead, o.readableBy)
+			return readable
+		})
+	}
+	ctx := znode.TxnContext{Zxid: sm.lastZxid.Load(), Options: &sm.treeOpts}
+	if o.dropSessions {
+		owners := map[int64]bool{}
+		for _, s := range sm.sessions.All() {
+			owners[s.ID] = true
+		}
+		for id := range sm.delayed {
+			owners[id] = true
+		}
+		sm.tree.EachEphemeral(func(_ string, st jute.Stat) bool { owners[st.EphemeralOwner] = true; return true })
+		ids := make([]int64, 0, len(owners))
+		for id := range owners {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			sm.tree.DeleteEphemerals(ctx, id)
+			sm.sessions.Remove(id)
+		}
+		sm.order = map[int64]connOrder{}
+		sm.delayed = map[int64]int64{}
+	}
+	if o.zxid != 0 {
+		sm.lastZxid.Store(int64(o.zxid))
+	}
+	if o.clearConfig {
+		if data, _, _ := sm.tree.GetData("/zookeeper/config"); len(data) > 0 {
+			sm.tree.SetConfig(ctx, nil)
+		}
+	}
+	build, err := sm.freezeLocked()
+	if err != nil {
+		return nil, false, err
+	}
+	out, err := build()
+	return out, readable, err
+}
+
+// PrepareRestore returns the state a restored member starts from, given a
+// backup's state taken at index: without sessions and their ephemerals
+// (backups of older builds held them) and with /zookeeper/config empty, so
+// that the restored members publish the membership of their own zoo.cfg.
+// A zxid above 0 (the bumped raft index the state is restored at) becomes
+// its last zxid: the restored members report it at once, so clients that
+// saw the source's later zxids are served.
+func PrepareRestore(index uint64, payload []byte, zxid uint64) ([]byte, error) {
+	out, _, err := rewriteState(index, payload, backupStateOptions{dropSessions: true, clearConfig: true, zxid: zxid})
+	if err != nil {
+		return nil, fmt.Errorf("prepare restored state: %w", err)
+	}
+	return out, nil
+}

@@ -22,6 +22,11 @@ var _ consensus.SnapshotFreezer = (*stateMachine)(nil)
 func (sm *stateMachine) FreezeSnapshot() (func() ([]byte, error), error) {
 	sm.mu.RLock()
 	defer sm.mu.RUnlock()
+	return sm.freezeLocked()
+}
+
+// freezeLocked is FreezeSnapshot with sm.mu held (read or write).
+func (sm *stateMachine) freezeLocked() (func() ([]byte, error), error) {
 	tree := sm.tree.Freeze()
 	var sessions bytes.Buffer
 	if err := sm.sessions.WriteSnapshot(&sessions); err != nil {

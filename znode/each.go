@@ -36,3 +36,14 @@ func (t *Tree) EachChild(path string, f func(name string)) bool {
 	}
 	return true
 }
+
+// EachNode calls f with the path and ACL of every node until f returns
+// false, in no particular order (the backup command's "may the caller read
+// every node" check). f must not modify the tree or the ACL.
+func (t *Tree) EachNode(f func(path string, acl []jute.ACL) bool) {
+	for p, n := range t.nodes {
+		if !f(p, n.acl) {
+			return
+		}
+	}
+}

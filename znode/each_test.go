@@ -41,3 +41,27 @@ func TestEachEphemeral(t *testing.T) {
 		t.Fatalf("f returned false but was called %d times", n)
 	}
 }
+
+// TestEachNode: every node once, "/" and /zookeeper's included, with its
+// ACL; false stops the walk.
+func TestEachNode(t *testing.T) {
+	tr := mustNewTree(t)
+	c := newClient(t, tr)
+	c.mustCreate("/p")
+	var got []string
+	tr.EachNode(func(p string, acl []jute.ACL) bool {
+		got = append(got, p)
+		if _, _, ok := tr.GetACL(p); !ok {
+			t.Errorf("%s: no such node", p)
+		}
+		return true
+	})
+	if len(got) != tr.NodeCount() || !slices.Contains(got, "/") || !slices.Contains(got, "/p") {
+		t.Fatalf("got %v, %d nodes", got, tr.NodeCount())
+	}
+	n := 0
+	tr.EachNode(func(string, []jute.ACL) bool { n++; return false })
+	if n != 1 {
+		t.Fatalf("walk went on after false: %d calls", n)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,7 +24,7 @@ import (
 )
 
 const snapshotUsage = `usage: zkraft snapshot save [--server HOST:PORT] [--auth USER:PASSWORD] [--command-url /commands] [--timeout DUR] FILE
-       zkraft snapshot restore FILE --data-dir NEW [--config zoo.cfg] [--myid N]
+       zkraft snapshot restore FILE --data-dir NEW [--config zoo.cfg] [--myid N] [--bump-index N]
        zkraft snapshot inspect FILE`
 
 // snapshotMain runs `zkraft snapshot` with args (after "snapshot").
@@ -93,8 +94,9 @@ func parseOneArg(fs *flag.FlagSet, args []string, stderr io.Writer, what string)
 func snapshotSave(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("snapshot save", "usage: zkraft snapshot save [flags] FILE\n\n"+
 		"Streams a consistent snapshot of a running member's state (as of one applied raft index, after a\n"+
-		"ReadIndex) from its AdminServer (GET /commands/snapshot?streaming=true) into FILE. The caller needs\n"+
-		"ALL on / (--auth as the super user, DigestAuthenticationProvider.superDigest, passes every ACL).\n", stdout)
+		"ReadIndex) from its AdminServer (GET /commands/snapshot?streaming=true) into FILE, without sessions.\n"+
+		"The caller needs ALL on / and READ on every node, or to be the super user\n"+
+		"(--auth as DigestAuthenticationProvider.superDigest's user).\n", stdout)
 	srv := fs.String("server", "127.0.0.1:8080", "the member's AdminServer, HOST:PORT or an http:// URL")
 	auth := fs.String("auth", "", "digest credentials USER:PASSWORD (also $ZKRAFT_AUTH)")
 	commandURL := fs.String("command-url", "/commands", "the member's admin.commandURL")
@@ -248,13 +250,16 @@ func idList(ids []uint64) string {
 }
 
 func snapshotRestore(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("snapshot restore", "usage: zkraft snapshot restore FILE --data-dir NEW [--config zoo.cfg] [--myid N]\n\n"+
+	fs := newFlagSet("snapshot restore", "usage: zkraft snapshot restore FILE --data-dir NEW [--config zoo.cfg] [--myid N] [--bump-index N]\n\n"+
 		"Makes NEW (missing, empty, or holding only myid) the data directory of a member whose state is FILE's.\n"+
 		"Without --config: a standalone server. With --config: a member of the ensemble its server.N lines list;\n"+
-		"restore every member from the same FILE, each with its own --myid (or myid file), then start them all.\n", stdout)
+		"restore every member from the same FILE, each with its own --myid (or myid file), then start them all.\n"+
+		"/zookeeper/config is emptied: the first leader publishes the zoo.cfg membership there.\n", stdout)
 	dataDir := fs.String("data-dir", "", "the new data directory: raft.db and snap/ (the member's dataLogDir if it has one)")
 	cfgPath := fs.String("config", "", "zoo.cfg whose server.N lines are the ensemble (none: standalone)")
-	myid := fs.Uint64("myid", 0, "this member's id (default: NEW/myid; written to NEW/myid when that is missing)")
+	myid := fs.Uint64("myid", 0, "this member's id (default: the myid file of dataDir, NEW unless zoo.cfg has a dataLogDir; written there when missing)")
+	bump := fs.Uint64("bump-index", 0, "start the raft index (zxid) this far above the backup's, so zxids the source handed out\n"+
+		"after the backup are never reused (the same N on every member)")
 	file, code, ok := parseOneArg(fs, args, stderr, "FILE")
 	if !ok {
 		return code
@@ -263,7 +268,7 @@ func snapshotRestore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "zkraft snapshot restore: --data-dir is required\n")
 		return 2
 	}
-	r, err := restore(file, *dataDir, *cfgPath, *myid)
+	r, err := restore(file, *dataDir, *cfgPath, *myid, *bump)
 	if err != nil {
 		fmt.Fprintf(stderr, "zkraft snapshot restore: %v\n", err)
 		return 1
@@ -285,8 +290,9 @@ type restored struct {
 }
 
 // restore makes dataDir the data directory of a member whose state is the
-// backup in file.
-func restore(file, dataDir, cfgPath string, myid uint64) (restored, error) {
+// backup in file, at the backup's raft index plus bump. The state is
+// PrepareRestore's: no sessions, an empty /zookeeper/config.
+func restore(file, dataDir, cfgPath string, myid, bump uint64) (restored, error) {
 	if err := checkEmptyDataDir(dataDir); err != nil {
 		return restored{}, err
 	}
@@ -298,22 +304,38 @@ func restore(file, dataDir, cfgPath string, myid uint64) (restored, error) {
 	if err != nil {
 		return restored{}, fmt.Errorf("%s: the state is unreadable: %w", file, err)
 	}
-	fileID, err := zoocfg.ReadMyID(dataDir)
-	hasMyID := err == nil
-	if hasMyID && myid != 0 && myid != fileID {
-		return restored{}, fmt.Errorf("--myid %d but %s says %d", myid, filepath.Join(dataDir, "myid"), fileID)
+	index := h.Index + bump
+	if index < h.Index || index > math.MaxInt64 {
+		return restored{}, fmt.Errorf("--bump-index %d: raft index %d + %d overflows a zxid", bump, h.Index, bump)
 	}
-	if myid == 0 && hasMyID {
-		myid = fileID
+	zxid := uint64(0) // keep the backup's
+	if bump > 0 {
+		zxid = index
+	}
+	if payload, err = server.PrepareRestore(h.Index, payload, zxid); err != nil {
+		return restored{}, fmt.Errorf("%s: %w", file, err)
 	}
 	cs := &pb.ConfState{}
 	members := map[uint64]zoocfg.Member{}
+	myidDir := dataDir
 	if cfgPath != "" {
 		cfg, err := zoocfg.Load(cfgPath, zerolog.Nop())
 		if err != nil {
 			return restored{}, err
 		}
 		members = cfg.Members
+		if cfg.DataLogDir != "" && cfg.DataDir != "" {
+			// NEW is the dataLogDir; the member reads myid from dataDir.
+			myidDir = cfg.DataDir
+		}
+	}
+	fileID, err := zoocfg.ReadMyID(myidDir)
+	hasMyID := err == nil
+	if hasMyID && myid != 0 && myid != fileID {
+		return restored{}, fmt.Errorf("--myid %d but %s says %d", myid, filepath.Join(myidDir, "myid"), fileID)
+	}
+	if myid == 0 && hasMyID {
+		myid = fileID
 	}
 	switch {
 	case len(members) > 1:
@@ -349,15 +371,18 @@ func restore(file, dataDir, cfgPath string, myid uint64) (restored, error) {
 		myid = 1
 		cs.Voters = []uint64{1}
 	}
-	if err := consensus.CreateFromSnapshot(dataDir, h.Term, h.Index, cs, payload); err != nil {
+	if err := consensus.CreateFromSnapshot(dataDir, h.Term, index, cs, payload); err != nil {
 		return restored{}, err
 	}
 	if !hasMyID && (len(members) > 0) {
-		if err := os.WriteFile(filepath.Join(dataDir, "myid"), []byte(strconv.FormatUint(myid, 10)+"\n"), 0o644); err != nil {
+		if err := os.MkdirAll(myidDir, 0o750); err != nil {
+			return restored{}, fmt.Errorf("write myid: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(myidDir, "myid"), []byte(strconv.FormatUint(myid, 10)+"\n"), 0o644); err != nil {
 			return restored{}, fmt.Errorf("write myid: %w", err)
 		}
 	}
-	return restored{id: myid, voters: cs.Voters, observers: cs.Learners, index: h.Index, term: h.Term, zxid: sum.Zxid}, nil
+	return restored{id: myid, voters: cs.Voters, observers: cs.Learners, index: index, term: h.Term, zxid: max(sum.Zxid, zxid)}, nil
 }
 
 // checkEmptyDataDir accepts a missing directory, an empty one, or one
