@@ -26,7 +26,7 @@ import (
 // from any goroutine only read published values.
 //
 // Invariants (see the package documentation for the Ready order):
-//   - Single goroutine: Tick, Step, Propose, ProposeConfChange, ReadIndex,
+//   - Single goroutine: Tick, Step, Propose, ChangeMembers, ReadIndex,
 //     ReportUnreachable, ReportSnapshot, HasReady, HandleReady,
 //     RequestSnapshot, SnapshotJob, SnapshotDone, ChangeMembers,
 //     StartMemberChange, CancelMemberChange and Close are never called
@@ -304,9 +304,6 @@ func (c *Core) Step(m *pb.Message) error {
 // Propose hands data to raft (raft.ErrProposalDropped when no leader is
 // known or the leader sheds load).
 func (c *Core) Propose(data []byte) error { return c.rn.Propose(data) }
-
-// ProposeConfChange hands a conf change to raft.
-func (c *Core) ProposeConfChange(cc pb.ConfChangeI) error { return c.rn.ProposeConfChange(cc) }
 
 // ReadIndex asks raft for a read index; the answer carries rctx and reaches
 // CoreOptions.OnReadStates. Raft drops it silently without a leader.
