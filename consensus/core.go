@@ -26,7 +26,7 @@ import (
 // from any goroutine only read published values.
 //
 // Invariants (see the package documentation for the Ready order):
-//   - Single goroutine: Tick, Step, Propose, ChangeMembers, ReadIndex,
+//   - Single goroutine: Tick, Step, Propose, ReadIndex,
 //     ReportUnreachable, ReportSnapshot, HasReady, HandleReady,
 //     RequestSnapshot, SnapshotJob, SnapshotDone, ChangeMembers,
 //     StartMemberChange, CancelMemberChange and Close are never called
