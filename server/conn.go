@@ -68,26 +68,18 @@ type conn struct {
 	saslServer *sasl.DigestMD5Server
 
 	items chan *item
-	// readsPending counts queued reads and holdWrites items not yet answered. A write is
-	// proposed only when it is zero, so a read sees exactly the writes sent
-	// before it and a write sent after a sync is applied after it.
-	readsPending atomic.Int64
-	readsDone    chan struct{}
-	enc          *jute.Encoder // writer goroutine only
-	deadline     *time.Timer   // writer goroutine only: the answered item's deadline
-	bw           *bufio.Writer // writer goroutine only
+	// replies holds the reply-order decisions (replyqueue.go): the queued
+	// notifications and ping replies, the reads and holdWrites items not yet
+	// answered, and writtenZxid.
+	replies   replyQueue
+	readsDone chan struct{}
+	enc       *jute.Encoder // writer goroutine only
+	deadline  *time.Timer   // writer goroutine only: the answered item's deadline
+	bw        *bufio.Writer // writer goroutine only
 
-	// Notifications and ping replies waiting for the writer. Events carry the
-	// zxid of the change that fired them and are queued in zxid order; one is
-	// written only before a reply whose zxid is at least its own (or when the
-	// connection is idle), so the wire follows zxid order as in ZooKeeper.
-	oobMu  sync.Mutex
-	events []queuedEvent
-	pings  []queuedEvent // ping replies, with the zxid they carry
-	wake   chan struct{}
+	wake chan struct{} // a notification or ping reply was queued
 
-	replyZxid   int64 // zxid of the last frame built by reply (writer only)
-	writtenZxid int64 // highest reply zxid written so far (writer only)
+	replyZxid int64 // zxid of the last frame built by reply (writer only)
 
 	closeOnce  sync.Once
 	done       chan struct{}
@@ -115,6 +107,7 @@ func newConn(srv *Server, nc net.Conn) *conn {
 		done:        make(chan struct{}),
 		established: time.Now(),
 	}
+	c.replies.maxOOB = maxQueuedNotifications
 	c.bw.Reset(nc)
 	c.connID = srv.reqBase | uint64(uint32(c.id))
 	c.log = srv.log.With().Str("remote", c.remote).Logger()
@@ -149,37 +142,20 @@ func (c *conn) ownWatches() *watchIndex { return &c.watches }
 // notify implements watcher: queue the notification of a change made by zxid.
 func (c *conn) notify(frame []byte, zxid int64) {
 	c.stats.watchEvents.Add(1)
-	c.push(func() bool {
-		if len(c.events) >= maxQueuedNotifications {
-			return false
-		}
-		c.events = append(c.events, queuedEvent{zxid: zxid, frame: frame})
-		return true
-	})
+	c.push(c.replies.pushEvent(zxid, frame))
 }
 
 // pushPing queues a ping reply carrying the last applied zxid. Ping replies
 // may overtake other replies, but never an event of a change at or before
-// their zxid. The zxid is read under oobMu, so it is at least that of every
-// reply the writer built before the ping is queued: one read earlier could
-// be below a reply written meanwhile, and the ping reply, written after
-// that reply, would take the connection's zxid backwards.
+// their zxid; the zxid is read under the queue's lock (replyQueue.pushPing).
 func (c *conn) pushPing() {
-	c.push(func() bool {
-		if len(c.pings) >= maxQueuedNotifications {
-			return false
-		}
-		zxid := c.srv.sm.lastZxid.Load()
-		c.pings = append(c.pings, queuedEvent{zxid: zxid, frame: pingFrame(zxid)})
-		return true
-	})
+	c.push(c.replies.pushPing(c.srv.sm.lastZxid.Load))
 }
 
-func (c *conn) push(add func() bool) {
-	c.oobMu.Lock()
-	over := !add()
-	c.oobMu.Unlock()
-	if over {
+// push closes the connection if a notification or ping reply could not be
+// queued (ok false: the client does not read), else wakes the writer.
+func (c *conn) push(ok bool) {
+	if !ok {
 		c.log.Warn().Msg("client not reading notifications, closing connection")
 		c.close()
 		return
@@ -443,7 +419,7 @@ func (it *item) holdsWrites() bool { return it.read || it.holdWrites }
 // waitReads blocks the reader until every read and sync queued before now
 // was answered; false if the connection closed meanwhile.
 func (c *conn) waitReads() bool {
-	for c.readsPending.Load() > 0 {
+	for !c.replies.mayPropose() {
 		select {
 		case <-c.readsDone:
 		case <-c.done:
@@ -455,9 +431,7 @@ func (c *conn) waitReads() bool {
 
 // enqueue hands an item to the writer; false if the connection is closing.
 func (c *conn) enqueue(it *item) bool {
-	if it.holdsWrites() {
-		c.readsPending.Add(1)
-	}
+	c.replies.enqueued(it)
 	it.received = time.Now()
 	c.srv.stats.outstanding.Add(1)
 	select {
@@ -465,9 +439,7 @@ func (c *conn) enqueue(it *item) bool {
 		return true
 	case <-c.done:
 		c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
-		if it.holdsWrites() {
-			c.readsPending.Add(-1)
-		}
+		c.replies.answered(it)
 		return false
 	}
 }
@@ -498,7 +470,7 @@ func (c *conn) writeLoop() {
 			// Idle: nothing is pending, so every queued event may go. An
 			// item queued from now on is proposed or read later, so its
 			// zxid is at least that of every event and ping queued now.
-			if !c.flushOOB(-1) || c.bw.Flush() != nil {
+			if !c.flushOOB(c.replies.idle()) || c.bw.Flush() != nil {
 				return
 			}
 		case it := <-c.items:
@@ -515,10 +487,11 @@ func (c *conn) answer(it *item) bool {
 		// One timer per connection, reset per item: a timer per write was
 		// a steady allocation on the write path. Since Go 1.23 a Reset
 		// timer never delivers a value from before the Reset.
+		wait := c.replies.waitFor(it, time.Now())
 		if c.deadline == nil {
-			c.deadline = time.NewTimer(time.Until(it.deadline))
+			c.deadline = time.NewTimer(wait)
 		} else {
-			c.deadline.Reset(time.Until(it.deadline))
+			c.deadline.Reset(wait)
 		}
 		timer := c.deadline
 		defer timer.Stop()
@@ -528,21 +501,20 @@ func (c *conn) answer(it *item) bool {
 			case <-it.ready:
 				break wait
 			case <-c.wake:
-				// While the pending request is not applied, its zxid will be
-				// above every zxid applied so far, so events up to the last
-				// applied zxid (read before checking) may pass its reply.
+				// Events up to the last applied zxid, read before
+				// checking, may pass its reply (replyQueue.whileWaiting).
 				applied := c.srv.sm.lastZxid.Load()
 				select {
 				case <-it.ready:
 					break wait
 				default:
 				}
-				if !c.flushOOB(applied) || c.bw.Flush() != nil {
+				if !c.flushOOB(c.replies.whileWaiting(applied)) || c.bw.Flush() != nil {
 					return false
 				}
 			case <-timer.C:
-				if it.reqID != 0 {
-					c.srv.cancelWait(it.reqID)
+				if id := c.replies.timedOut(it); id != 0 {
+					c.srv.cancelWait(id)
 				}
 				c.log.Warn().Msg("request not committed in time, closing connection")
 				return false
@@ -554,10 +526,9 @@ func (c *conn) answer(it *item) bool {
 			}
 		}
 	}
-	if it.ready != nil && (it.err != nil || it.res.Err == errOutOfOrder) {
-		// The request failed without an answer (its proposal was lost in a
-		// leader change, or the sync barrier could not be had): close the
-		// connection with no reply; the client reports ConnectionLoss.
+	if !c.replies.answers(it) {
+		// The request failed without an answer: close the connection with
+		// no reply; the client reports ConnectionLoss.
 		if it.err != nil {
 			c.log.Warn().Err(it.err).Msg("request failed, closing connection")
 		}
@@ -565,16 +536,13 @@ func (c *conn) answer(it *item) bool {
 	}
 	c.replyZxid = 0
 	frame, closeAfter := it.build(c, it)
-	if it.holdsWrites() && c.readsPending.Add(-1) == 0 {
+	if c.replies.answered(it) {
 		select {
 		case c.readsDone <- struct{}{}:
 		default:
 		}
 	}
-	if c.replyZxid > c.writtenZxid {
-		c.writtenZxid = c.replyZxid
-	}
-	if !c.flushOOB(c.writtenZxid) {
+	if !c.flushOOB(c.replies.beforeReply(c.replyZxid)) {
 		return false
 	}
 	if frame != nil {
@@ -598,7 +566,7 @@ func (c *conn) answer(it *item) bool {
 	if len(c.items) == 0 {
 		// Idle: the next request is not proposed yet, so its zxid will be
 		// above every event queued now; they may all go.
-		if !c.flushOOB(-1) {
+		if !c.flushOOB(c.replies.idle()) {
 			return false
 		}
 		return c.bw.Flush() == nil
@@ -606,43 +574,14 @@ func (c *conn) answer(it *item) bool {
 	return true
 }
 
-// flushOOB writes the queued events whose zxid is at most upTo (all of them
-// if upTo < 0), in zxid order, and the queued ping replies whose zxid is at
-// most upTo, each after the events up to its own zxid.
-func (c *conn) flushOOB(upTo int64) bool {
-	within := func(zxid int64) bool { return upTo < 0 || zxid <= upTo }
-	c.oobMu.Lock()
-	np := 0
-	for np < len(c.pings) && within(c.pings[np].zxid) {
-		np++
-	}
-	ne := 0
-	for ne < len(c.events) && within(c.events[ne].zxid) {
-		ne++
-	}
-	pings, events := c.pings[:np:np], c.events[:ne:ne]
-	c.pings, c.events = c.pings[np:], c.events[ne:]
-	c.oobMu.Unlock()
-	write := func(f []byte) bool {
+// flushOOB writes events and ping replies taken from the queue, in wire
+// order (writeOOB).
+func (c *conn) flushOOB(pings, events []queuedEvent) bool {
+	if !writeOOB(pings, events, func(f []byte) bool {
 		_, err := c.bw.Write(f)
 		return err == nil
-	}
-	next := 0
-	for _, p := range pings {
-		for next < len(events) && events[next].zxid <= p.zxid {
-			if !write(events[next].frame) {
-				return false
-			}
-			next++
-		}
-		if !write(p.frame) {
-			return false
-		}
-	}
-	for ; next < len(events); next++ {
-		if !write(events[next].frame) {
-			return false
-		}
+	}) {
+		return false
 	}
 	c.stats.sent.Add(int64(len(pings) + len(events)))
 	c.srv.stats.sent.Add(int64(len(pings) + len(events)))

@@ -29,7 +29,7 @@
 //     the handshake; it also owns the connection's auth ids (digest, x509,
 //     and sasl from its DIGEST-MD5 exchange, conn.saslServer) and checks
 //     enforce.auth before each request. The writer owns the socket's write
-//     side, conn.enc, conn.bw, replyZxid and writtenZxid, and drains
+//     side, conn.enc, conn.bw, replyZxid and the reply queue's written zxid, and drains
 //     conn.items in order.
 //     Both end on conn.close (closes done and the socket): the reader's
 //     deferred dropConn unregisters the connection and its watches. Stop
@@ -63,11 +63,11 @@
 //	Server.reconfigMu  -> stateMachine.mu (read), Server.memberMu, Server.waitMu
 //	                      (held for a whole reconfig, while it waits for applies;
 //	                      never taken on the consensus loop, so that wait ends)
-//	stateMachine.mu    -> watchManager.mu -> conn.oobMu
+//	stateMachine.mu    -> watchManager.mu -> replyQueue.mu (conn.replies)
 //	                      (Apply queues events with the write lock held; reads
 //	                      and setWatches register watches with the read lock held)
 //	Server.connMu      -> none (conn.close under it takes no mutex)
-//	Server.waitMu, Server.touchMu, Server.memberMu, conn.oobMu,
+//	Server.waitMu, Server.touchMu, Server.memberMu, replyQueue.mu,
 //	serverStats.throttleMu, operability.mu: leaves
 //
 // session.Tracker's and consensus.Node's own locks are leaves from this

@@ -184,11 +184,11 @@ func TestPingReplyZxidReadWhenQueued(t *testing.T) {
 	}()
 	require.NotNil(t, server)
 
-	server.oobMu.Lock()
+	server.replies.mu.Lock()
 	locked := true
 	defer func() {
 		if locked {
-			server.oobMu.Unlock()
+			server.replies.mu.Unlock()
 		}
 	}()
 	received := server.stats.received.Load()
@@ -200,7 +200,7 @@ func TestPingReplyZxidReadWhenQueued(t *testing.T) {
 		ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}}, &cr)
 	require.NoError(t, err)
 	require.Zero(t, hdr.Err)
-	server.oobMu.Unlock()
+	server.replies.mu.Unlock()
 	locked = false
 	ping, _, err := c.Recv()
 	require.NoError(t, err)
