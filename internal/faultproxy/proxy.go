@@ -65,6 +65,7 @@ type Proxy struct {
 	delay   [2]time.Duration
 	conns   map[*pair]struct{}
 	closed  bool
+	resets  uint64 // Reset calls so far: a connection accepted before one is closed by it
 
 	wg sync.WaitGroup
 }
@@ -126,6 +127,7 @@ func (p *Proxy) SetDelay(d Direction, delay time.Duration) {
 // Reset closes every current connection; the listener stays.
 func (p *Proxy) Reset() {
 	p.mu.Lock()
+	p.resets++
 	conns := make([]*pair, 0, len(p.conns))
 	for c := range p.conns {
 		c.dead = true
@@ -180,13 +182,22 @@ func (p *Proxy) acceptLoop() {
 		if err != nil {
 			return
 		}
+		p.mu.Lock()
+		resets := p.resets
+		p.mu.Unlock()
 		p.wg.Add(1)
-		go p.serve(c)
+		go p.serve(c, resets)
 	}
 }
 
+// testHookDialed, when set by a test, runs in serve once the target was
+// dialled and before the connection is registered.
+var testHookDialed func()
+
 // serve dials the target for an accepted connection and forwards both ways.
-func (p *Proxy) serve(client net.Conn) {
+// resets is p.resets when it was accepted: a Reset while the target is being
+// dialled closes it too.
+func (p *Proxy) serve(client net.Conn, resets uint64) {
 	defer p.wg.Done()
 	server, err := net.DialTimeout("tcp", p.Target, dialTimeout)
 	if err != nil {
@@ -194,8 +205,11 @@ func (p *Proxy) serve(client net.Conn) {
 		return
 	}
 	c := &pair{client: client, server: server}
+	if testHookDialed != nil {
+		testHookDialed()
+	}
 	p.mu.Lock()
-	if p.closed {
+	if p.closed || p.resets != resets {
 		p.mu.Unlock()
 		c.close()
 		return

@@ -165,6 +165,13 @@ func TestProxy(t *testing.T) {
 			p.Block(Up, true)
 			p.Block(Down, true)
 			_, _ = io.WriteString(c.c, "stuck\n")
+			// A connection the kernel queued but the proxy has not accepted
+			// yet is not one of its connections: wait until it is.
+			for deadline := time.Now().Add(5 * time.Second); p.Conns() == 0; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the proxy never took the connection")
+				}
+			}
 			p.Reset()
 			if _, err := c.read(2 * time.Second); err == nil || isTimeout(err) {
 				t.Fatalf("read after Reset of a blocked link: %v; want the connection closed", err)
@@ -221,5 +228,38 @@ func TestNetCutIsOneWay(t *testing.T) {
 	n.Heal()
 	if got, err := c21.read(2 * time.Second); err != nil || got != "iso" {
 		t.Fatalf("after heal got %q, %v", got, err)
+	}
+}
+
+// TestResetClosesConnectionStillDialling: a connection accepted before a
+// Reset whose target was still being dialled is closed too (Reset right
+// after a dial could miss it: the TestProxy case "reset of a blocked
+// connection closes it" failed that way under load).
+func TestResetClosesConnectionStillDialling(t *testing.T) {
+	dialled, release := make(chan struct{}), make(chan struct{})
+	testHookDialed = func() {
+		dialled <- struct{}{}
+		<-release
+	}
+	defer func() { testHookDialed = nil }()
+	p, err := Listen(echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	c := dial(t, p.Addr())
+	select {
+	case <-dialled:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the proxy did not dial the target")
+	}
+	p.Reset()
+	close(release)
+	if _, err := c.read(2 * time.Second); err == nil || isTimeout(err) {
+		t.Fatalf("read after Reset of a connection still being dialled: %v; want the connection closed", err)
 	}
 }
