@@ -360,11 +360,11 @@ func (s *blockingSM) Apply(_, _ uint64, data []byte) error {
 func (s *blockingSM) Snapshot() ([]byte, error)    { return nil, nil }
 func (s *blockingSM) Restore(uint64, []byte) error { return nil }
 
-// TestStepNeverBlocks: while the loop is busy (here: inside Apply), Step
-// queues peer messages and returns at once, a forwarded proposal included,
-// and drops messages beyond maxQueuedSteps instead of blocking the
-// transport's reader. The queued proposal is applied once the loop is free.
-func TestStepNeverBlocks(t *testing.T) {
+// startStuckInApply starts a single member with a blockingSM, waits until
+// it leads, and proposes "first": it returns once the loop is inside that
+// entry's Apply, where it stays until sm.release is closed.
+func startStuckInApply(t *testing.T) (*Node, *blockingSM) {
+	t.Helper()
 	sm := &blockingSM{entered: make(chan struct{}), release: make(chan struct{})}
 	leaderC := make(chan struct{})
 	var once sync.Once
@@ -388,6 +388,16 @@ func TestStepNeverBlocks(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("first entry not applied")
 	}
+	return n, sm
+}
+
+// TestStepNeverBlocks: while the loop is busy (here: inside Apply), Step
+// queues peer messages and returns at once, a forwarded proposal included,
+// and drops messages beyond maxQueuedSteps instead of blocking the
+// transport's reader. The queued proposal is applied once the loop is free.
+func TestStepNeverBlocks(t *testing.T) {
+	n, sm := startStuckInApply(t)
+	ctx := testCtx(t)
 
 	// The loop is stuck in Apply.
 	start := time.Now()
@@ -416,25 +426,8 @@ func TestStepNeverBlocks(t *testing.T) {
 // TestProposalsShareOneWrite: proposals made while the loop is busy are
 // handed to raft together and persisted in one write.
 func TestProposalsShareOneWrite(t *testing.T) {
-	sm := &blockingSM{entered: make(chan struct{}), release: make(chan struct{})}
-	leaderC := make(chan struct{})
-	var once sync.Once
-	n, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t),
-		OnLeaderChange: func(isLeader bool, _, _ uint64) {
-			if isLeader {
-				once.Do(func() { close(leaderC) })
-			}
-		}}, sm)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = n.Stop() })
-	select {
-	case <-leaderC:
-	case <-time.After(testTimeout):
-		t.Fatal("no leader")
-	}
+	n, sm := startStuckInApply(t)
 	ctx := testCtx(t)
-	require.NoError(t, n.Propose(ctx, []byte("first")))
-	<-sm.entered
 	before := n.Status()
 
 	const k = 40
