@@ -12,27 +12,41 @@ import (
 )
 
 func TestPlanMembers(t *testing.T) {
+	// voters 1-3, learner 5 (a learner to be promoted)
 	cs := &pb.ConfState{Voters: []uint64{3, 1, 2}, Learners: []uint64{5}}
+	// voters 1-3, observer 4 (a learner that stays one)
+	withObserver := &pb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}}
+	anyErr := errors.New("any error")
 	tests := []struct {
 		name    string
+		cs      *pb.ConfState
 		target  []Peer
 		add     []uint64
 		remove  []uint64
-		wantErr error
+		wantErr error // anyErr: some error
 	}{
-		{name: "same voters", target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}}, remove: []uint64{5}},
-		{name: "add and remove", target: []Peer{{ID: 7}, {ID: 1}, {ID: 4}}, add: []uint64{4, 7}, remove: []uint64{2, 3, 5}},
-		{name: "learner to voter", target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 5}}, add: []uint64{5}},
-		{name: "empty", target: nil, wantErr: ErrLastVoter},
-		{name: "zero id", target: []Peer{{ID: 0}}, wantErr: errors.New("")},
+		{name: "same voters", cs: cs, target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}}, remove: []uint64{5}},
+		{name: "add and remove", cs: cs, target: []Peer{{ID: 7}, {ID: 1}, {ID: 4}}, add: []uint64{4, 7},
+			remove: []uint64{2, 3, 5}},
+		{name: "learner to voter", cs: cs, target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 5}}, add: []uint64{5}},
+		{name: "empty", cs: cs, target: nil, wantErr: ErrLastVoter},
+		{name: "zero id", cs: cs, target: []Peer{{ID: 0}}, wantErr: anyErr},
+		{name: "keep the observer", cs: withObserver,
+			target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4, Observer: true}}},
+		{name: "add an observer", cs: withObserver,
+			target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4, Observer: true}, {ID: 5, Observer: true}}, add: []uint64{5}},
+		{name: "remove the observer", cs: withObserver, target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}}, remove: []uint64{4}},
+		{name: "observers only", cs: withObserver, target: []Peer{{ID: 4, Observer: true}}, wantErr: ErrLastVoter},
+		{name: "voter to observer", cs: withObserver, target: []Peer{{ID: 1}, {ID: 2}, {ID: 3, Observer: true}},
+			wantErr: errRoleChange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			add, remove, err := PlanMembers(cs, tt.target)
+			add, remove, err := PlanMembers(tt.cs, tt.target)
 			if tt.wantErr != nil {
 				require.Error(t, err)
-				if errors.Is(tt.wantErr, ErrLastVoter) {
-					require.ErrorIs(t, err, ErrLastVoter)
+				if tt.wantErr != anyErr {
+					require.ErrorIs(t, err, tt.wantErr)
 				}
 				return
 			}

@@ -11,40 +11,6 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
-func TestPlanMembersObservers(t *testing.T) {
-	cs := &pb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}}
-	tests := []struct {
-		name    string
-		target  []Peer
-		add     []uint64
-		remove  []uint64
-		wantErr error
-	}{
-		{name: "keep the observer", target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4, Observer: true}}},
-		{name: "add an observer", target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4, Observer: true}, {ID: 5, Observer: true}},
-			add: []uint64{5}},
-		{name: "remove the observer", target: []Peer{{ID: 1}, {ID: 2}, {ID: 3}}, remove: []uint64{4}},
-		{name: "observers only", target: []Peer{{ID: 4, Observer: true}}, wantErr: ErrLastVoter},
-		{name: "voter to observer", target: []Peer{{ID: 1}, {ID: 2}, {ID: 3, Observer: true}}, wantErr: errRoleChange},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			add, remove, err := PlanMembers(cs, tt.target)
-			if tt.wantErr != nil {
-				require.ErrorIs(t, err, tt.wantErr)
-				return
-			}
-			require.NoError(t, err)
-			var ids []uint64
-			for _, p := range add {
-				ids = append(ids, p.ID)
-			}
-			require.Equal(t, tt.add, ids)
-			require.Equal(t, tt.remove, remove)
-		})
-	}
-}
-
 func TestContextRoundTrip(t *testing.T) {
 	for _, p := range []Peer{{ID: 1, Addr: "127.0.0.1:2881"}, {ID: 2, Addr: "h:1", Observer: true}, {ID: 3}} {
 		addr, obs := parseContext(peerContext(p))
