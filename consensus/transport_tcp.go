@@ -14,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/zkraft/zkraft/internal/netseam"
 )
 
 // The wire format is in transport_frame.go: connections are one-way, a
@@ -42,6 +44,10 @@ type TCPConfig struct {
 	// this config (see transport_tls.go): it must carry this member's
 	// certificate and, for mutual authentication, ClientAuth and ClientCAs.
 	TLS *tls.Config
+	// Network is where the transport listens (unless Listener is set) and
+	// dials its peers; nil means the operating system's (netseam.OS).
+	// TLS, when set, is layered on top of it.
+	Network netseam.Network
 	// WarnAfter is how long a peer may stay unreachable, or leave what is
 	// written to it unanswered, before a warning is logged (default 1 s;
 	// the server passes the election timeout).
@@ -87,6 +93,7 @@ func NewTCPTransport(cfg TCPConfig) *TCPTransport {
 	if cfg.WarnAfter <= 0 {
 		cfg.WarnAfter = defaultWarnAfter
 	}
+	cfg.Network = netseam.Or(cfg.Network)
 	return &TCPTransport{
 		cfg:     cfg,
 		lg:      cfg.Logger.With().Str("component", "transport").Uint64("node_id", cfg.ID).Logger(),
@@ -115,7 +122,7 @@ func (t *TCPTransport) Start(h MessageHandler) error {
 	ln := t.cfg.Listener
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", t.cfg.ListenAddr); err != nil {
+		if ln, err = t.cfg.Network.Listen("tcp", t.cfg.ListenAddr); err != nil {
 			return fmt.Errorf("listen %s: %w", t.cfg.ListenAddr, err)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"net"
 	"time"
+
+	"github.com/zkraft/zkraft/internal/netseam"
 )
 
 // TLS for the TCP transport. When TCPConfig.TLS is set, the listener
@@ -27,14 +29,16 @@ func (t *TCPTransport) wrapListener(ln net.Listener) net.Listener {
 
 // dial connects to a peer; with TLS the handshake is done (and the peer's
 // certificate verified) before it returns.
+// Both go through the transport's Network.
 func (t *TCPTransport) dial(addr string) (net.Conn, error) {
 	if t.cfg.TLS == nil {
-		return net.DialTimeout("tcp", addr, defaultDialTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), defaultDialTimeout)
+		defer cancel()
+		return t.cfg.Network.DialContext(ctx, "tcp", addr)
 	}
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: handshakeTimeout}, Config: t.cfg.TLS}
 	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
 	defer cancel()
-	return d.DialContext(ctx, "tcp", addr)
+	return netseam.DialTLS(ctx, t.cfg.Network, "tcp", addr, t.cfg.TLS)
 }
 
 // handshakeInbound completes the TLS handshake of an accepted connection;

@@ -67,7 +67,7 @@
 //	                      (Apply queues events with the write lock held; reads
 //	                      and setWatches register watches with the read lock held)
 //	Server.connMu      -> none (conn.close under it takes no mutex)
-//	Server.waitMu, Server.touchMu, Server.memberMu, replyQueue.mu,
+//	Server.waitMu, LivenessReports.mu, Server.memberMu, replyQueue.mu,
 //	serverStats.throttleMu, operability.mu: leaves
 //
 // session.Tracker's and consensus.Node's own locks are leaves from this

@@ -128,7 +128,7 @@ func (o *operability) start() error {
 	cfg := &o.s.cfg
 	if cfg.MetricsEnabled {
 		addr := net.JoinHostPort(cfg.MetricsHost, strconv.Itoa(cfg.MetricsPort))
-		ln, err := net.Listen("tcp", addr)
+		ln, err := o.s.network.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("start Prometheus metrics endpoint on %s: %w", addr, err)
 		}
@@ -141,7 +141,7 @@ func (o *operability) start() error {
 	}
 	if cfg.AdminEnabled {
 		addr := net.JoinHostPort(cfg.AdminAddress, strconv.Itoa(cfg.AdminPort))
-		ln, err := net.Listen("tcp", addr)
+		ln, err := o.s.network.Listen("tcp", addr)
 		if err != nil {
 			o.s.log.Warn().Err(err).Str("addr", addr).Msg("AdminServer not started")
 			return nil

@@ -27,7 +27,7 @@ func (s *Server) listenSecure() error {
 		return nil
 	}
 	addr := s.cfg.SecureClientAddr()
-	ln, err := net.Listen("tcp", addr)
+	ln, err := s.network.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on secure client port %s: %w", addr, err)
 	}
