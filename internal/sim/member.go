@@ -49,8 +49,8 @@ type member struct {
 	pending    map[uint64]func(server.Applied, bool) // by ReqID; false: failed before apply
 	reads      []*pendingRead
 	readCount  uint64
-	conns      map[uint64]*mconn // by connection id
-	touched    map[int64]bool    // sessions touched since the last liveness report
+	conns      map[uint64]*mconn       // by connection id
+	liveness   *server.LivenessReports // the server's liveness decisions: sessions touched since the last report
 	lastSnap   uint64
 	lastNoZxid bool // the last applied entry was not a zkraft entry
 }
@@ -134,7 +134,7 @@ func (m *member) restart() {
 	m.rep = server.NewReplica(treeOptions, m, zerolog.Nop())
 	m.sl = m.rep.NewSessionLeader(m.tracker, server.LeaderConfig{RetryAfter: expiryRetry}, leaderHooks{m})
 	m.pending = map[uint64]func(server.Applied, bool){}
-	m.reads, m.conns, m.touched = nil, map[uint64]*mconn{}, map[int64]bool{}
+	m.reads, m.conns, m.liveness = nil, map[uint64]*mconn{}, server.NewLivenessReports()
 	m.lead, m.isLeader, m.inLeader = 0, false, false
 	m.applied, m.lastSnap, m.lastNoZxid = 0, m.disk.snapshot.GetIndex(), false
 	cfg := consensus.Config{
@@ -522,28 +522,26 @@ func (m *member) containerRound() {
 	m.process()
 }
 
-// reportLiveness sends the sessions touched here to the leader, as
-// followers' liveness reports do.
+// reportLiveness is one round of the server's liveness reports
+// (server.LivenessReports), delivered over the simulated network: a report
+// the network does not take (a cut link, a lost message) counts as a
+// failed write, and the leader applies what arrives as the server's
+// liveness receiver does.
 func (m *member) reportLiveness() {
-	if len(m.touched) == 0 || m.isLeader || m.lead == 0 {
-		clear(m.touched)
+	r, ok := m.liveness.Next(m.isLeader, m.lead, m.tracker)
+	if !ok {
 		return
 	}
-	ids := make([]int64, 0, len(m.touched))
-	for id := range m.touched {
-		ids = append(ids, id)
+	from := m.id
+	if int(r.To) > len(m.w.members) || !m.w.net.send(m.idx, int(r.To)-1, func() {
+		l := m.w.members[r.To-1]
+		cs := l.confState
+		server.ReceiveLiveness(l.tracker, slices.Contains(cs.GetVoters(), from) || slices.Contains(cs.GetLearners(), from), r.IDs)
+	}) {
+		m.liveness.Failed(r)
+		return
 	}
-	slices.Sort(ids)
-	clear(m.touched)
-	lead := m.lead
-	m.w.net.send(m.idx, int(lead)-1, func() {
-		l := m.w.members[lead-1]
-		if l.isLeader {
-			for _, id := range ids {
-				l.tracker.Touch(id)
-			}
-		}
-	})
+	m.liveness.Sent(r)
 }
 
 // stamp gives p its proposer, request id and, unless it carries its
@@ -781,8 +779,7 @@ func (m *member) handle(c *client, r *request) {
 	if conn == nil || !conn.active {
 		return
 	}
-	m.tracker.Touch(conn.session)
-	m.touched[conn.session] = true
+	m.liveness.Touch(conn.session, m.isLeader, m.tracker)
 	var steps []server.Step
 	for _, f := range r.frames {
 		st, err := conn.ep.Request(f[4:]) // the server reads the length prefix itself
