@@ -142,7 +142,7 @@ func memnetClient(t *testing.T, mn *memnet.Network, host string, timeout time.Du
 	}
 }
 
-// memnetSession is a client of TestLeaderPartitionOnMemnet.
+// memnetSession is a client of TestEnsembleLeaderPartitionOnMemnet.
 type memnetSession struct {
 	zc      *zk.Conn
 	expired func() bool // the client saw its session expire
@@ -166,7 +166,7 @@ func noError(t *testing.T, c memnetSession, err error, msgAndArgs ...any) {
 	require.NoError(t, err, msgAndArgs...)
 }
 
-// TestLeaderPartitionOnMemnet runs a 3-member ensemble on the in-memory
+// TestEnsembleLeaderPartitionOnMemnet runs a 3-member ensemble on the in-memory
 // network and cuts the leader off from both followers (its peer and
 // liveness links, both ways). A follower must be elected, a write
 // acknowledged before the partition must still be there, and the sessions
@@ -174,7 +174,7 @@ func noError(t *testing.T, c memnetSession, err error, msgAndArgs ...any) {
 // several session timeouts: on the new leader's follower they are kept
 // alive only by the liveness channel (server.LivenessReports over the
 // server's network).
-func TestLeaderPartitionOnMemnet(t *testing.T) {
+func TestEnsembleLeaderPartitionOnMemnet(t *testing.T) {
 	mn := memnet.New()
 	// tickTime 100: liveness reports every 50 ms, sessions of 1 s allowed.
 	servers := startMemnetEnsemble(t, mn, 3, func(cfg *Config) { cfg.TickTimeMs = 100 })
