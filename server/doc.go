@@ -47,12 +47,24 @@
 //     leaderChange runs on the consensus loop (onLeaderChange).
 //   - ensembles only, livenessSender, livenessReceiver (and one reader per
 //     accepted liveness connection) and servingMonitor (Start, Server.wg,
-//     end on stopC or when Stop closes the election-port listener).
+//     end on stopC or when Stop closes the election-port listener). The
+//     sender's decisions (what a report holds, for which leader, what is
+//     kept when it may be lost) are LivenessReports' (liveness.go), which
+//     starts no goroutine; the simulator calls it too.
 //   - AdminServer and Prometheus endpoint: one http.Server.Serve goroutine
 //     each (operability.start), ended by operability.stop from Stop. The
 //     AdminServer also serves the web view (/ui, ui.go) and the locks
 //     command (locks.go); their handlers take stateMachine.mu (read) and
 //     Server.connMu one after the other, never nested.
+//
+// # Network
+//
+// Every port the server opens (client, secure client, election/liveness,
+// peer through consensus.TCPTransport, AdminServer, metrics) and every
+// connection it dials (peers, the leader's liveness port) goes through
+// Config.Network (internal/netseam; the operating system's network when
+// nil), with TLS layered on top. Tests run whole ensembles on
+// internal/memnet, which can cut links between members.
 //
 // # Lock order
 //
