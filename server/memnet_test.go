@@ -166,15 +166,28 @@ func noError(t *testing.T, c memnetSession, err error, msgAndArgs ...any) {
 	require.NoError(t, err, msgAndArgs...)
 }
 
-// TestEnsembleLeaderPartitionOnMemnet runs a 3-member ensemble on the in-memory
-// network and cuts the leader off from both followers (its peer and
-// liveness links, both ways). A follower must be elected, a write
-// acknowledged before the partition must still be there, and the sessions
-// of clients connected to the followers, whose pings go on, must outlive
-// several session timeouts: on the new leader's follower they are kept
-// alive only by the liveness channel (server.LivenessReports over the
-// server's network).
+// TestEnsembleLeaderPartitionOnMemnet runs a 3-member ensemble on the
+// in-memory network and cuts the leader off from both followers (its peer
+// and liveness links: both ways, or only what it sends). A follower must be
+// elected, a write acknowledged before the partition must still be there,
+// and the sessions of clients connected to the followers, whose pings go
+// on, must outlive several session timeouts: on the new leader's follower
+// they are kept alive only by the liveness channel (server.LivenessReports
+// over the server's network). Once healed, the old leader catches up.
 func TestEnsembleLeaderPartitionOnMemnet(t *testing.T) {
+	tests := []struct {
+		name string
+		cut  func(mn *memnet.Network, leader, follower string)
+	}{
+		{"both ways", func(mn *memnet.Network, l, f string) { mn.Partition(l, f) }},
+		{"leader to followers only", func(mn *memnet.Network, l, f string) { mn.Cut(l, f) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { leaderPartitionOnMemnet(t, tt.cut) })
+	}
+}
+
+func leaderPartitionOnMemnet(t *testing.T, cut func(mn *memnet.Network, leader, follower string)) {
 	mn := memnet.New()
 	// tickTime 100: liveness reports every 50 ms, sessions of 1 s allowed.
 	servers := startMemnetEnsemble(t, mn, 3, func(cfg *Config) { cfg.TickTimeMs = 100 })
@@ -196,7 +209,7 @@ func TestEnsembleLeaderPartitionOnMemnet(t *testing.T) {
 	}
 
 	for _, f := range followers {
-		mn.Partition(memnetHost(oldID), memnetHost(uint64(f+1)))
+		cut(mn, memnetHost(oldID), memnetHost(uint64(f+1)))
 	}
 	newLead := -1
 	require.Eventually(t, func() bool {
