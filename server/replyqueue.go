@@ -148,18 +148,15 @@ func (q *replyQueue) answers(it *item) bool {
 	return it.ready == nil || (it.err == nil && it.res.Err != errOutOfOrder)
 }
 
-// enqueued records that it was queued for the writer.
-func (q *replyQueue) enqueued(it *item) {
-	if it.holdsWrites() {
-		q.holding.Add(1)
-	}
-}
-
 // answered records that it was answered (or dropped before it was queued);
-// true when it was the last item holding writes back, so a reader waiting
-// in mayPropose's loop is to be woken.
+// true when it was the last item holding writes back (requestQueue.arrive),
+// so a reader waiting in mayPropose's loop is to be woken.
 func (q *replyQueue) answered(it *item) bool {
-	return it.holdsWrites() && q.holding.Add(-1) == 0
+	if !it.held {
+		return false
+	}
+	it.held = false
+	return q.holding.Add(-1) == 0
 }
 
 // mayPropose reports whether every read and holdWrites item queued before
