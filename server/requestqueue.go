@@ -137,6 +137,9 @@ func (q *requestQueue) push(it *item) bool {
 	return true
 }
 
+// full reports that push would fail now.
+func (q *requestQueue) full() bool { return q.pending() >= len(q.ring) }
+
 // front is the item answered next: the oldest not popped (writer side);
 // nil if none.
 func (q *requestQueue) front() *item {
