@@ -16,7 +16,8 @@ import (
 // This file is the seam for tools that drive consensus themselves (the
 // deterministic simulator, cmd/zksim): the replicated state machine of one
 // member, the entries the request path proposes, a client connection's
-// request handling without its goroutines (Endpoint) and the leader-side
+// request handling and request queue without its goroutines (Endpoint,
+// on the requestQueue conn.go drives) and the leader-side
 // session logic (leader change, expiry, lock-delay and container/TTL
 // rounds), exactly as the server uses them. It only exposes the server's
 // own code: the body builders below are the ones the request path calls.

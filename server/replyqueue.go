@@ -11,8 +11,9 @@ import (
 // waiting item is due or timed out, whether it is answered at all, and when
 // a write may be proposed. It starts no goroutine, never blocks and takes
 // one leaf lock (mu, over the out-of-band queue); the caller supplies the
-// time and the applied zxid. The connection's writer (conn.go) does the
-// waiting and the writing; items themselves are built outside mu, so a read
+// time and the applied zxid. It is part of requestQueue (requestqueue.go),
+// which conn.go's goroutines and Endpoint drive; they do the waiting and the
+// writing. Items themselves are built outside mu, so a read
 // (which takes stateMachine.mu's read side) never runs under it while Apply,
 // holding the write side, queues events through pushEvent.
 type replyQueue struct {
