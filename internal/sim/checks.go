@@ -275,8 +275,11 @@ func (k *checks) counterWrite(c *client, token, v int64) {
 // register history, checked by internal/check
 
 // record adds one finished operation on the register to the history. A
-// client has one operation in flight, so each client's operations are
-// recorded in the order it issued them.
+// client's requests are answered in the order it sent them (the fifo
+// checker fails the run otherwise), and an operation lost with its
+// connection is recorded when the loss is noticed, before anything later
+// is sent, so each client's operations are recorded in the order it issued
+// them.
 func (k *checks) record(op check.RegisterOp) {
 	k.history = append(k.history, op)
 }
