@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bufio"
+	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
 	"testing"
 	"time"
 
@@ -61,4 +65,56 @@ func TestFifoPipelinedConn(t *testing.T) {
 	}
 	require.NoError(t, <-sent)
 	require.Zero(t, stale, "reads that miss the write before them, or go back in zxid")
+}
+
+// TestFifoQueueFull pipelines more reads than the request queue holds on a
+// connection whose client does not read: the writer blocks on the socket,
+// the queue fills up to maxInFlight and the reader waits for room
+// (requestQueue.push refused, conn.space); once the client reads, every
+// request is answered, in order.
+func TestFifoQueueFull(t *testing.T) {
+	// Above maxInFlight: the global throttle would stop the reader first.
+	s := startServer(t, func(c *Config) { c.GlobalOutstandingLimit = 10 * maxInFlight })
+	client, server := net.Pipe()
+	t.Cleanup(func() { _ = client.Close() })
+	c := newConn(s, server)
+	require.True(t, s.runConn(c, c.serve))
+	require.NoError(t, client.SetDeadline(time.Now().Add(time.Minute))) // a stuck connection fails, not hangs
+	br := bufio.NewReader(client)
+	readFrame := func() []byte {
+		var n [4]byte
+		_, err := io.ReadFull(br, n[:])
+		require.NoError(t, err)
+		body := make([]byte, binary.BigEndian.Uint32(n[:]))
+		_, err = io.ReadFull(br, body)
+		require.NoError(t, err)
+		return body
+	}
+	_, err := client.Write(frame(jute.Marshal(&jute.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})))
+	require.NoError(t, err)
+	var cr jute.ConnectResponse
+	require.NoError(t, jute.Unmarshal(readFrame(), &cr))
+	require.NotZero(t, cr.SessionID)
+
+	const n = 3 * maxInFlight // the writer answers about 750 before its 64 KiB buffer blocks
+	var raw []byte
+	for xid := int32(1); xid <= n; xid++ {
+		raw = append(raw, frame(append(header(xid, jute.OpExists), jute.Marshal(&jute.PathWatchRequest{Path: "/"})...))...)
+	}
+	sent := make(chan error, 1)
+	go func() {
+		_, err := client.Write(raw) // blocks once the server stops reading
+		sent <- err
+	}()
+	// Nothing is read yet: the writer's buffer fills and blocks on the
+	// pipe, then the queue fills.
+	require.Eventually(t, func() bool { return c.replies.pending() == maxInFlight }, 20*time.Second, time.Millisecond,
+		"the request queue fills up while the client does not read")
+	for xid := int32(1); xid <= n; xid++ {
+		var hdr jute.ReplyHeader
+		require.NoError(t, jute.NewDecoder(readFrame(), 1<<20).ReadRecord(&hdr))
+		require.Equal(t, xid, hdr.Xid, "replies in request order")
+		require.Zero(t, hdr.Err)
+	}
+	require.NoError(t, <-sent)
 }
