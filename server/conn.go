@@ -55,7 +55,7 @@ type conn struct {
 	// pushes, the writer answers the front item.
 	replies   requestQueue
 	avail     chan struct{} // an item was pushed (wakes the writer)
-	space     chan struct{} // the full queue was popped (wakes the reader)
+	space     chan struct{} // a pop made room for a waiting reader (wakes it)
 	readsDone chan struct{}
 	enc       *jute.Encoder // writer goroutine only
 	deadline  *time.Timer   // writer goroutine only: the answered item's deadline
@@ -411,6 +411,10 @@ func (c *conn) enqueue(it *item) bool {
 	it.received = time.Now()
 	c.srv.stats.outstanding.Add(1)
 	for !c.replies.push(it) {
+		c.replies.wantRoom()
+		if c.replies.push(it) {
+			break
+		}
 		select {
 		case <-c.space:
 		case <-c.done:

@@ -84,9 +84,10 @@ func (it *item) isReady() bool {
 type requestQueue struct {
 	replyQueue
 
-	ring []*item
-	head atomic.Uint64 // next item to answer (writer)
-	tail atomic.Uint64 // next free slot (reader)
+	ring       []*item
+	head       atomic.Uint64 // next item to answer (writer)
+	tail       atomic.Uint64 // next free slot (reader)
+	roomWanted atomic.Bool   // the reader waits for a pop (wantRoom)
 
 	// replyZxid points at the owner's record of the zxid of the last
 	// reply frame it built (conn.replyZxid, Endpoint.replyZxid); turn reads
@@ -126,7 +127,8 @@ func (q *requestQueue) arrive(it *item) {
 }
 
 // push queues it after every item pushed before it (reader side); false
-// if the queue is full, then the reader waits for a pop and pushes again.
+// if the queue is full: then the reader calls wantRoom, pushes again, and
+// only if that fails too waits until a pop reports it (wakeReader).
 func (q *requestQueue) push(it *item) bool {
 	t := q.tail.Load()
 	if t-q.head.Load() >= uint64(len(q.ring)) {
@@ -136,6 +138,10 @@ func (q *requestQueue) push(it *item) bool {
 	q.tail.Store(t + 1)
 	return true
 }
+
+// wantRoom records that the reader found the queue full and will wait for
+// a pop (reader side); it must try push again before it waits.
+func (q *requestQueue) wantRoom() { q.roomWanted.Store(true) }
 
 // full reports that push would fail now.
 func (q *requestQueue) full() bool { return q.pending() >= len(q.ring) }
@@ -150,14 +156,16 @@ func (q *requestQueue) front() *item {
 	return q.ring[h%uint64(len(q.ring))]
 }
 
-// pop removes the front item (writer side); wasFull reports that the queue
-// was full before, so a reader waiting in push is to be woken.
-func (q *requestQueue) pop() (wasFull bool) {
+// pop removes the front item (writer side); wakeReader reports that the
+// reader waits for room (wantRoom), so it is to be woken.
+func (q *requestQueue) pop() (wakeReader bool) {
 	h := q.head.Load()
-	wasFull = q.tail.Load()-h >= uint64(len(q.ring))
 	q.ring[h%uint64(len(q.ring))] = nil
 	q.head.Store(h + 1)
-	return wasFull
+	// After the store: either the reader's push after wantRoom sees the
+	// room made here, or this sees its flag (sequentially consistent
+	// atomics), so a waiting reader is never left without a wake-up.
+	return q.roomWanted.Load() && q.roomWanted.Swap(false)
 }
 
 // pending is the number of items pushed and not popped.

@@ -78,7 +78,22 @@ func TestRequestQueueOrder(t *testing.T) {
 			require.Nil(t, g.q.front())
 			require.Zero(t, g.q.pending())
 		}},
-		{"a full queue refuses a push until popped, and the pop reports it", func(t *testing.T, g *queueRig) {
+		{"a full queue refuses a push; a pop after wantRoom reports the waiting reader", func(t *testing.T, g *queueRig) {
+			for range 4 {
+				g.add(t, g.read())
+			}
+			extra := g.read()
+			g.q.arrive(extra)
+			require.False(t, g.q.push(extra))
+			require.True(t, g.q.full())
+			g.q.wantRoom()
+			g.q.turn(g.q.front())
+			require.True(t, g.q.pop(), "the waiting reader is woken")
+			require.True(t, g.q.push(extra))
+			g.q.turn(g.q.front())
+			require.False(t, g.q.pop(), "no reader waits any more")
+		}},
+		{"the reader's second push after wantRoom sees a pop made in between", func(t *testing.T, g *queueRig) {
 			for range 4 {
 				g.add(t, g.read())
 			}
@@ -86,10 +101,9 @@ func TestRequestQueueOrder(t *testing.T) {
 			g.q.arrive(extra)
 			require.False(t, g.q.push(extra))
 			g.q.turn(g.q.front())
-			require.True(t, g.q.pop(), "popped from full")
-			require.True(t, g.q.push(extra))
-			require.True(t, g.q.pop(), "full again")
-			require.False(t, g.q.pop(), "not full any more")
+			require.False(t, g.q.pop(), "popped before the reader announced itself")
+			g.q.wantRoom()
+			require.True(t, g.q.push(extra), "so the push after wantRoom succeeds and the reader does not wait")
 		}},
 		{"a write not applied is not ready, and the reads behind it wait", func(t *testing.T, g *queueRig) {
 			w := g.add(t, g.write())
