@@ -69,8 +69,8 @@ func (it *item) isReady() bool {
 // holdWrites item before it is unanswered), and which queued events and
 // ping replies go before each reply (replyQueue). The server's connection
 // (conn.go) drives it from two goroutines: the reader (arrive, push,
-// mayPropose, answered when push is given up) and the writer (front, pop,
-// turn, and replyQueue's takers); Endpoint drives it step by step on one
+// wantRoom, mayPropose, answered when push is given up) and the writer
+// (front, pop, turn, and replyQueue's takers); Endpoint drives it step by step on one
 // goroutine (the simulator). The owner does the waiting, the proposing and
 // the writing.
 //
