@@ -15,8 +15,9 @@ import (
 )
 
 // TestFifoPipelinedConn pipelines, on one connection of a real server,
-// more requests than the request queue holds (maxInFlight: the reader
-// waits for room), rounds of a setData followed by reads of the same node:
+// 1500 requests (more than maxInFlight, though each write waits for the
+// reads before it, so the queue never fills: TestFifoQueueFull fills it),
+// rounds of a setData followed by reads of the same node:
 // replies come in request order, each read shows the write sent just
 // before it (its data, and a reply zxid at least the write's), and reply
 // zxids never go backwards. (The read-overtakes-write mutation is
