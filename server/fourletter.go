@@ -119,7 +119,7 @@ func (s *Server) connViews() []connView {
 	for _, c := range conns {
 		min, avg, max := c.stats.latency()
 		v := connView{
-			id: c.id, remote: javaAddr(c.remote), queued: int64(len(c.items)),
+			id: c.id, remote: javaAddr(c.remote), queued: int64(c.replies.pending()),
 			received: c.stats.received.Load(), sent: c.stats.sent.Load(),
 			lastOp: opName(c.stats.lastOp.Load()), established: c.established.UnixMilli(),
 			lastCxid: int64(c.stats.lastCxid.Load()), lastZxid: c.stats.lastZxid.Load(),
