@@ -60,7 +60,7 @@ func Seed(dataDir string, term, index uint64, voters []uint64, payload []byte) e
 	if err := s.Close(); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	// Every write above is durable (fsync'd by bbolt and writeSnapFile);
+	// Every write above is durable (fsync'd by bbolt, the WAL and writeSnapFile);
 	// removing the marker makes the directory usable.
 	if err := os.Remove(marker); err != nil {
 		return fmt.Errorf("seed: %w", err)

@@ -76,8 +76,8 @@ var walSegmentSize int64 = walSegmentBytes
 
 // Storage is the durable half of a member's raft state: hard state, conf
 // state, snapshot metadata and log entries (Write, Load), and snapshot
-// payloads (the *Snapshot* methods). The production implementation is
-// bbolt plus snapshot files (diskStore, opened by Start); the deterministic
+// payloads (the *Snapshot* methods). The production implementation is a
+// WAL, bbolt and snapshot files (diskStore, opened by Start); the deterministic
 // simulator (internal/sim) implements it with a simulated disk.
 //
 // Contract, on which the Core's durability invariant rests:
@@ -124,8 +124,10 @@ func (l LoadedState) empty() bool {
 	return l.HardState == nil && l.Snapshot == nil && len(l.Entries) == 0
 }
 
-// WriteBatch is one atomic, durable write (one bbolt transaction). Fields
-// are applied in declaration order; zero fields are skipped.
+// WriteBatch is one durable write (for diskStore: a bbolt Update for the
+// snapshot metadata and conf state, then one WAL record; see diskStore for
+// what a crash between them leaves). Fields are applied in declaration
+// order, as far as the Storage contract requires; zero fields are skipped.
 type WriteBatch struct {
 	Snapshot       *pb.SnapshotMetadata // record as the current snapshot
 	DropAllEntries bool                 // a snapshot from the leader replaces the whole log
