@@ -67,6 +67,7 @@ type wal struct {
 	last     walPos   // the logical log's last entry (or base)
 	buf      []byte   // reused encoding buffer
 	broken   error    // a failed write: every later write fails with it
+	resetSeq uint64   // the segment holding the last reset record
 	torn     tornTail // what open cut off the last segment, for the log
 	syncFile func(*os.File) error
 }
@@ -443,6 +444,7 @@ func (w *wal) append(b *walBatch) error {
 	}
 	if b.reset != nil {
 		w.last = *b.reset
+		w.resetSeq = seg.seq
 	}
 	if n := len(b.entries); n > 0 {
 		w.last = walPos{b.entries[n-1].GetIndex(), b.entries[n-1].GetTerm()}
@@ -477,10 +479,11 @@ func (w *wal) rotate() error {
 
 // deleteBefore removes, oldest first, the segments that hold only entries
 // below index (segment i holds no entry above segment i+1's base) and,
-// with all set, every segment but the last. The last segment is never
-// removed.
-func (w *wal) deleteBefore(index uint64, all bool) error {
-	for len(w.segs) > 1 && (all || w.segs[1].base.index < index) {
+// with afterReset set, every segment before the one holding the last reset
+// record (nothing before a reset is part of the log). The last segment is
+// never removed.
+func (w *wal) deleteBefore(index uint64, afterReset bool) error {
+	for len(w.segs) > 1 && ((afterReset && w.segs[0].seq < w.resetSeq) || w.segs[1].base.index < index) {
 		if err := os.Remove(w.segs[0].path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove wal segment: %w", err)
 		}

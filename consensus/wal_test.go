@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -527,6 +528,7 @@ func TestDiskStoreCrashBetweenSteps(t *testing.T) {
 			}
 			mustWrite(t, s, &WriteBatch{HardState: hardState(4, next), Entries: ents(next+1, next+2, 4)})
 			s, st = reload(t, s, dir)
+			require.NotEmpty(t, st.Entries, "the entries written after the restart")
 			require.Equal(t, next+2, st.Entries[len(st.Entries)-1].GetIndex())
 			require.NoError(t, s.Close())
 		})
@@ -634,4 +636,105 @@ func TestDiskStoreUpgrade(t *testing.T) {
 		_, err := openDiskStore(dir)
 		require.Error(t, err)
 	})
+}
+
+// TestDiskStoreMatchesLegacy writes the same random raft-like batches
+// (appends, conflicting appends from a new leader, local snapshots with
+// compaction, leader snapshots replacing the log) to the WAL store, with
+// tiny segments, and to the bbolt-only store it replaced, and checks that
+// both load the same state, also across restarts.
+func TestDiskStoreMatchesLegacy(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			setWALSegmentSize(t, int64(150+seed*40))
+			rng := rand.New(rand.NewPCG(seed, 99))
+			newDir, oldDir := t.TempDir(), t.TempDir()
+			s := openStore(t, newDir)
+			old, err := openLegacyStore(oldDir)
+			require.NoError(t, err)
+			defer func() { _ = old.Close() }()
+
+			term, commit, snap := uint64(1), uint64(0), uint64(0)
+			terms := map[uint64]uint64{} // index -> term of the log (and the snapshot's)
+			last := uint64(0)
+			write := func(w *WriteBatch) {
+				require.NoError(t, s.Write(w))
+				require.NoError(t, old.Write(w))
+			}
+			for step := 0; step < 250; step++ {
+				switch op := rng.IntN(20); {
+				case op < 12: // append, the commit index moves
+					n := uint64(1 + rng.IntN(4))
+					es := ents(last+1, last+n, term)
+					for _, e := range es {
+						terms[e.GetIndex()] = term
+					}
+					last += n
+					commit = max(commit, last-min(last, uint64(rng.IntN(3))))
+					write(&WriteBatch{HardState: hardState(term, commit), Entries: es})
+				case op < 14 && last > max(commit, snap): // a new leader overwrites the uncommitted tail
+					term++
+					from := max(commit, snap) + 1 + uint64(rng.IntN(int(last-max(commit, snap))))
+					n := uint64(1 + rng.IntN(3))
+					es := ents(from, from+n-1, term)
+					for i := from; i <= last; i++ {
+						delete(terms, i)
+					}
+					for _, e := range es {
+						terms[e.GetIndex()] = term
+					}
+					last = from + n - 1
+					write(&WriteBatch{HardState: hardState(term, commit), Entries: es})
+				case op < 16 && commit > snap: // local snapshot and compaction
+					at := snap + 1 + uint64(rng.IntN(int(commit-snap)))
+					keep := uint64(rng.IntN(6))
+					var below uint64
+					if at > keep {
+						below = at - keep
+					}
+					snap = at
+					write(&WriteBatch{Snapshot: snapMeta(at, terms[at]), CompactBelow: below})
+				case op < 17: // a leader's snapshot replaces the log
+					term++
+					at := max(last, commit) + 1 + uint64(rng.IntN(5))
+					clear(terms)
+					terms[at] = term
+					snap, commit, last = at, at, at
+					w := &WriteBatch{Snapshot: snapMeta(at, term), DropAllEntries: true, HardState: hardState(term, at),
+						ConfState: &pb.ConfState{Voters: []uint64{1}}}
+					if rng.IntN(2) == 0 {
+						w.Entries = ents(at+1, at+2, term)
+						terms[at+1], terms[at+2] = term, term
+						last = at + 2
+					}
+					write(w)
+				default: // restart both
+					s, _ = reload(t, s, newDir)
+					require.NoError(t, old.Close())
+					old, err = openLegacyStore(oldDir)
+					require.NoError(t, err)
+				}
+				got, err := s.Load()
+				require.NoError(t, err, "step %d", step)
+				want, err := old.Load()
+				require.NoError(t, err)
+				requireSameState(t, want, got)
+			}
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+// A leader's snapshot whose record fills its segment: the segment holding
+// the reset must survive the deletion of the segments before it.
+func TestDiskStoreResetFillsSegment(t *testing.T) {
+	setWALSegmentSize(t, 100)
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	mustWrite(t, s, &WriteBatch{HardState: hardState(1, 2), Entries: ents(1, 5, 1)})
+	mustWrite(t, s, &WriteBatch{Snapshot: snapMeta(20, 2), DropAllEntries: true, HardState: hardState(2, 20), Entries: ents(21, 23, 2)})
+	s, st := reload(t, s, dir)
+	require.Equal(t, span(21, 23, 2), positions(st.Entries))
+	require.Equal(t, uint64(20), st.HardState.GetCommit())
+	require.NoError(t, s.Close())
 }
