@@ -738,3 +738,54 @@ func TestDiskStoreResetFillsSegment(t *testing.T) {
 	require.Equal(t, uint64(20), st.HardState.GetCommit())
 	require.NoError(t, s.Close())
 }
+
+// A member restarts on a data directory in the old layout (written here
+// by the bbolt-only store from the state a member left): it upgrades it,
+// replays the same log, and goes on.
+func TestNodeRestartsOnLegacyDataDir(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []cfgOpt
+	}{
+		{"log only", nil},
+		{"snapshot and log", []cfgOpt{func(c *Config) { c.SnapshotEvery, c.KeepEntries = 20, 5 }}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tn := startTestNode(t, dir, tc.opts...)
+			tn.waitLeader(t)
+			want := tn.proposeEach(t, "a", 50)
+			tn.settle(t)
+			before := tn.sm.state()
+			appliedBefore := tn.AppliedIndex()
+			require.NoError(t, tn.Stop())
+
+			// The same state, in the layout the code before the WAL wrote.
+			s := openStore(t, dir)
+			st, err := s.Load()
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			require.Equal(t, tc.opts != nil, st.Snapshot != nil, "snapshot recorded: %v", st.Snapshot)
+			legacyDir := t.TempDir()
+			old, err := openLegacyStore(legacyDir)
+			require.NoError(t, err)
+			if md := st.Snapshot; md != nil {
+				data, err := readSnapFile(filepath.Join(dir, snapDirName), md.GetTerm(), md.GetIndex())
+				require.NoError(t, err)
+				require.NoError(t, writeSnapFile(old.snapDir, md.GetTerm(), md.GetIndex(), data))
+			}
+			require.NoError(t, old.Write(&WriteBatch{Snapshot: st.Snapshot, HardState: st.HardState, ConfState: st.ConfState, Entries: st.Entries}))
+			require.NoError(t, old.Close())
+
+			tn2 := startTestNode(t, legacyDir, tc.opts...)
+			require.NoError(t, tn2.WaitApplied(testCtx(t), appliedBefore))
+			require.Equal(t, before, tn2.sm.state())
+			tn2.waitLeader(t)
+			tn2.proposeEach(t, "b", 3)
+			tn2.sm.waitCount(t, len(want)+3)
+			require.Empty(t, tn2.sm.violations())
+			require.NoError(t, tn2.Stop())
+			require.DirExists(t, filepath.Join(legacyDir, walDirName))
+		})
+	}
+}
