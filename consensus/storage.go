@@ -46,6 +46,9 @@ import (
 //     hard state's commit index is lowered to the snapshot index, and the
 //     state is the snapshot with an empty log: the Write's own hard state
 //     and entries are lost, which is allowed because it never returned.
+//     Open (reconcile) then appends the reset that Write did not write, so
+//     entries appended later continue after the snapshot, not after the
+//     stale suffix.
 //   - A local snapshot (SnapshotJob) is at an applied, hence durable and
 //     committed, index, so the WAL holds its entry: WAL segments are
 //     deleted (step 3) only after bbolt recorded the snapshot, only below

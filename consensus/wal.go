@@ -279,7 +279,7 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 		s.base, s.salt = base, salt
 		if i == 0 {
 			r.base, r.baseKnown = base, true
-		} else if l := r.last(); base.index != l.index || (base.term != l.term && r.baseKnown) {
+		} else if l := r.last(); base.index != l.index || (base.term != l.term && (r.baseKnown || len(r.entries) > 0)) {
 			return nil, fmt.Errorf("%w: %s starts after entry %d (term %d), the log before it ends at %d (term %d)",
 				ErrCorruptLog, s.path, base.index, base.term, l.index, l.term)
 		}
