@@ -71,6 +71,9 @@ type diskStore struct {
 	// crash, set by tests, stands for a crash at the named point of Write
 	// or of the upgrade in openDiskStore when it returns an error.
 	crash func(point string) error
+	// opened is the replay open did, handed to the first Load so that a
+	// start reads the WAL once; nil once used or stale (reconcile wrote).
+	opened *walReplay
 }
 
 // walSegmentSize is the size at which the WAL starts a new segment; tests
@@ -341,9 +344,12 @@ func (s *diskStore) Load() (LoadedState, error) {
 	if err != nil {
 		return LoadedState{}, fmt.Errorf("load raft state: %w", err)
 	}
-	r, err := replayWAL(s.walDir, false)
-	if err != nil {
-		return LoadedState{}, fmt.Errorf("load raft log: %w", err)
+	r := s.opened
+	s.opened = nil
+	if r == nil {
+		if r, err = replayWAL(s.walDir, false); err != nil {
+			return LoadedState{}, fmt.Errorf("load raft log: %w", err)
+		}
 	}
 	st.HardState = r.hardState
 	st.Entries, _, err = entriesAfterSnapshot(r, st.Snapshot, st.HardState)
@@ -416,6 +422,7 @@ func (s *diskStore) reconcile(r *walReplay) error {
 		return err
 	}
 	if !divergent && r.last().index >= snap.GetIndex() {
+		s.opened = r
 		return nil
 	}
 	if err := s.wal.append(&walBatch{reset: &walPos{snap.GetIndex(), snap.GetTerm()}, hardState: hs}); err != nil {
@@ -434,6 +441,7 @@ func (s *diskStore) Write(w *WriteBatch) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.opened = nil
 	if w.Snapshot != nil || w.ConfState != nil {
 		err := s.db.Update(func(tx *bolt.Tx) error {
 			meta := tx.Bucket(bucketMeta)

@@ -789,3 +789,37 @@ func TestNodeRestartsOnLegacyDataDir(t *testing.T) {
 		})
 	}
 }
+
+// A leader's snapshot whose WAL record is torn (the crash came after the
+// new segment was created, during the record's write): the restart loads
+// the snapshot with an empty log, as for a crash before the WAL step, and
+// entries written after it follow the snapshot.
+func TestDiskStoreTornResetRecord(t *testing.T) {
+	setWALSegmentSize(t, 256)
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	for i := uint64(1); i <= 30; i += 3 {
+		mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
+	}
+	segsBefore := walFiles(t, dir)
+	s.crash = func(p string) error {
+		if p == "after-wal" {
+			return errors.New("crash") // before the old segments are deleted
+		}
+		return nil
+	}
+	require.Error(t, s.Write(&WriteBatch{Snapshot: snapMeta(20, 3), DropAllEntries: true, HardState: hardState(3, 20), Entries: ents(21, 22, 3)}))
+	require.NoError(t, s.Close())
+	segs := walFiles(t, dir)
+	require.Len(t, segs, len(segsBefore)+1, "the reset starts a segment")
+	require.NoError(t, os.Truncate(segs[len(segs)-1], walHeaderSize+5))
+
+	s, st := reload(t, nil, dir)
+	require.Equal(t, uint64(20), st.Snapshot.GetIndex())
+	require.Empty(t, st.Entries)
+	require.Equal(t, uint64(1), st.HardState.GetTerm())
+	mustWrite(t, s, &WriteBatch{HardState: hardState(3, 20), Entries: ents(21, 21, 3)})
+	s, st = reload(t, s, dir)
+	require.Equal(t, span(21, 21, 3), positions(st.Entries))
+	require.NoError(t, s.Close())
+}
