@@ -42,7 +42,10 @@ import (
 //     segment i, which replay checks.
 //   - On open, the first undecodable record of the last segment ends the
 //     log if no valid record follows it (a write torn by a crash, never
-//     acknowledged): the file is truncated there and fdatasync'd. Any other
+//     acknowledged): the file is truncated there and fdatasync'd. (Damage
+//     to the last record after it was acknowledged looks the same and is
+//     cut the same way; a member of a group gets it again from the
+//     leader.) Any other
 //     bad record (one followed by a valid record, a bad segment header, a
 //     bad record in a segment that is not the last, a gap in seqs, a
 //     record that does not fit the logical log) is ErrCorruptLog: the
