@@ -437,8 +437,17 @@ func (s *Server) raftView() raftView {
 			r.isLeader = 1
 		}
 	}
+	// The raft log on disk: the WAL's segments and raft.db (snapshot
+	// metadata; the whole log before the WAL).
 	if info, err := os.Stat(filepath.Join(s.cfg.LogDir(), "raft.db")); err == nil {
 		r.logDBSize = info.Size()
+	}
+	if entries, err := os.ReadDir(filepath.Join(s.cfg.LogDir(), "wal")); err == nil {
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".wal") && info.Mode().IsRegular() {
+				r.logDBSize += info.Size()
+			}
+		}
 	}
 	// The newest snapshot file (consensus keeps <term>-<index>.snap files).
 	if entries, err := os.ReadDir(filepath.Join(s.cfg.LogDir(), "snap")); err == nil {
