@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,7 +144,7 @@ func TestNetwork(t *testing.T) {
 			}
 			_ = c.Close()
 		}},
-		{"close: the peer reads what was written, then EOF; its writes fail", func(t *testing.T, n *Network) {
+		{"close: the peer reads what was written, then EOF", func(t *testing.T, n *Network) {
 			c, s := pair(t, n, "c1", "m1")
 			write(t, c, "last")
 			if err := c.Close(); err != nil {
@@ -154,9 +155,6 @@ func TestNetwork(t *testing.T) {
 			}
 			if _, err := s.Read(make([]byte, 1)); err != io.EOF {
 				t.Fatalf("read after the peer closed: %v, want EOF", err)
-			}
-			if _, err := s.Write([]byte("x")); err == nil {
-				t.Fatal("write to a closed peer succeeded")
 			}
 			if _, err := c.Read(make([]byte, 1)); !errors.Is(err, net.ErrClosed) {
 				t.Fatalf("read on a closed end: %v, want net.ErrClosed", err)
@@ -288,5 +286,63 @@ func TestNetwork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, New()) })
+	}
+}
+
+// TestWriteAfterPeerClose: writes after the peer closed its end behave as
+// TCP's. The peer's close and the reset its end answers bytes with cross
+// no cut: the writer's writes are accepted until the reset comes back over
+// a healed link, and without a cut the first write after the close still
+// succeeds (it provokes the reset that fails the next).
+func TestWriteAfterPeerClose(t *testing.T) {
+	tests := []struct {
+		name string
+		cut  func(n *Network) // between the dialer m1 and the closing m2
+		// accepted is how many writes succeed after m2's close while cut.
+		accepted int
+		// eof: m1 reads EOF while cut (the close crossed: the link back flows).
+		eof bool
+		// unread: m1 wrote bytes m2 never read before it closed.
+		unread bool
+	}{
+		{"no cut: the first write succeeds, the next is reset", func(*Network) {}, 1, true, false},
+		{"no cut, unread bytes at the close: it resets at once", func(*Network) {}, 0, true, true},
+		{"partition: writes are buffered, no close is seen", func(n *Network) { n.Partition("m1", "m2") }, 3, false, false},
+		{"partition, unread bytes at the close: no reset is seen", func(n *Network) { n.Partition("m1", "m2") }, 3, false, true},
+		{"link back cut: bytes reach the closed end, the reset does not come back", func(n *Network) { n.Cut("m2", "m1") }, 3, false, false},
+		{"link to the closed end cut: the close is seen, writes are held", func(n *Network) { n.Cut("m1", "m2") }, 3, true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := New()
+			c, s := pair(t, n, "m1", "m2")
+			if tt.unread {
+				write(t, c, "unread")
+			}
+			tt.cut(n)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if tt.eof {
+				_ = c.SetReadDeadline(time.Now().Add(time.Second))
+				if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+					t.Fatalf("read: %v, want EOF", err)
+				}
+			} else {
+				held(t, c)
+			}
+			for i := range tt.accepted {
+				if _, err := c.Write([]byte("x")); err != nil {
+					t.Fatalf("write %d after the peer closed: %v", i+1, err)
+				}
+			}
+			// Healed, the bytes written reach the closed end (if they had
+			// not) and its reset comes back: the next write fails.
+			n.HealAll()
+			k, err := c.Write([]byte("y"))
+			if !errors.Is(err, ErrReset) || !errors.Is(err, syscall.ECONNRESET) || k != 0 {
+				t.Fatalf("write once the reset came back: %d, %v; want ErrReset", k, err)
+			}
+		})
 	}
 }
