@@ -16,9 +16,10 @@
 //     of a connection between them stay buffered and are not readable on
 //     b's end; healing the link delivers them, in order. A cut never loses
 //     or reorders bytes of an open connection, as TCP retransmits.
-//   - A dial between two hosts whose link is cut in either direction fails
-//     at once (no handshake can complete); so does a dial to an address
-//     nobody listens on.
+//   - A dial between two hosts whose link is cut in either direction
+//     waits (no handshake can complete) until the link heals, or its
+//     context is done: then it fails with the context's error. A dial to
+//     an address nobody listens on fails at once with ErrRefused.
 //   - Close of one end: the other end reads what was written before, then
 //     io.EOF (held like any byte while the link is cut). Its writes go on
 //     being accepted as TCP's are: bytes buffered while the link to the
@@ -52,9 +53,6 @@ import (
 
 // BufferSize bounds the bytes buffered in one direction of a connection.
 const BufferSize = 256 << 10
-
-// ErrUnreachable is the error of a dial across a cut link.
-var ErrUnreachable = errors.New("memnet: host unreachable")
 
 // ErrRefused is the error of a dial to an address nobody listens on.
 var ErrRefused = errors.New("memnet: connection refused")
@@ -222,7 +220,8 @@ func (h *Host) Listen(network, addr string) (net.Listener, error) {
 	return l, nil
 }
 
-// DialContext connects to addr from this host.
+// DialContext connects to addr from this host. Across a cut it waits
+// for the heal or ctx (see the package comment).
 func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	opErr := func(err error) error { return &net.OpError{Op: "dial", Net: network, Err: err} }
 	if err := ctx.Err(); err != nil {
@@ -235,8 +234,13 @@ func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn,
 	n := h.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.reachable(h.name, to.Host) || !n.reachable(to.Host, h.name) {
-		return nil, opErr(fmt.Errorf("%w: %s from %s", ErrUnreachable, to.Host, h.name))
+	// No handshake completes while the link is cut either way: the dial
+	// waits for the heal, or gives up with ctx, as a dial whose SYN (or
+	// SYN-ACK) a partition drops.
+	for !n.reachable(h.name, to.Host) || !n.reachable(to.Host, h.name) {
+		if !n.wait(ctx, time.Time{}) {
+			return nil, opErr(fmt.Errorf("memnet: %s unreachable from %s: %w", to.Host, h.name, ctx.Err()))
+		}
 	}
 	l := n.listeners[to.String()]
 	if l == nil || l.closed {
