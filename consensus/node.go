@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -166,12 +165,9 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 // it, and its state stops advancing).
 func (n *Node) Removed() bool { return n.core.Removed() }
 
-// IsMember reports whether id is a voter or learner in the conf state this
-// member has applied.
-func (n *Node) IsMember(id uint64) bool {
-	cs := n.core.ConfState()
-	return isMember(cs, id) || slices.Contains(cs.GetVotersOutgoing(), id)
-}
+// IsMember reports whether id is a member (InConfState) of the conf state
+// this member has applied.
+func (n *Node) IsMember(id uint64) bool { return InConfState(n.core.ConfState(), id) }
 
 // run is the loop goroutine: it ticks the Core, runs what other goroutines
 // queued, and handles every Ready that results.

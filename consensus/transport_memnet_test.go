@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"context"
 	"crypto/tls"
 	"strings"
 	"testing"
@@ -15,8 +16,8 @@ import (
 // TestTransportOnMemnet: the TCP transport listens and dials through its
 // Network, plain or with TLS on top. Over the in-memory network a message
 // crosses, a peer cut off and whose connection was closed is reported
-// unreachable (the dial fails), and once the link heals the transport
-// dials again and delivers.
+// unreachable (the dial gets no answer until DialTimeout), and once the
+// link heals the transport dials again and delivers.
 func TestTransportOnMemnet(t *testing.T) {
 	ca := newTLSCA(t, "members CA")
 	tests := []struct {
@@ -31,7 +32,7 @@ func TestTransportOnMemnet(t *testing.T) {
 			mn := memnet.New()
 			start := func(id uint64, host string, peers ...Peer) (*TCPTransport, *recorder) {
 				tr := NewTCPTransport(TCPConfig{ID: id, ListenAddr: host + ":2888", Peers: peers, Logger: testLogger(t),
-					TLS: tt.tls(host), Network: mn.Host(host)})
+					TLS: tt.tls(host), Network: mn.Host(host), DialTimeout: 100 * time.Millisecond})
 				rec := newRecorder()
 				require.NoError(t, tr.Start(rec))
 				t.Cleanup(tr.Stop)
@@ -58,14 +59,14 @@ func TestTransportOnMemnet(t *testing.T) {
 			mn.Partition("m1", "m2")
 			require.Positive(t, mn.CloseHost("m1"), "m1's connections closed")
 			// The sender learns its connection is gone at its next write,
-			// and cannot dial across the cut: the peer is unreachable.
+			// and its dial across the cut times out: the peer is unreachable.
 			deadline := time.Now().Add(testTimeout)
-			for time.Now().Before(deadline) && !strings.Contains(tr1.PeerStats()[0].LastError, memnet.ErrUnreachable.Error()) {
+			for time.Now().Before(deadline) && !strings.Contains(tr1.PeerStats()[0].LastError, context.DeadlineExceeded.Error()) {
 				tr1.Send(hb(2))
 				time.Sleep(10 * time.Millisecond)
 			}
 			st := tr1.PeerStats()[0]
-			require.Contains(t, st.LastError, memnet.ErrUnreachable.Error(), "the dial across the cut failed")
+			require.Contains(t, st.LastError, context.DeadlineExceeded.Error(), "the dial across the cut timed out")
 			require.Positive(t, st.Dropped, "messages to a cut-off peer are dropped")
 			rec1.mu.Lock()
 			require.Positive(t, rec1.unreachable, "raft was told the peer is unreachable")

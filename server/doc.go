@@ -65,8 +65,10 @@
 //     (decideDelayedDeletions). The sessionLeader starts no goroutine; its
 //     leaderChange runs on the consensus loop (onLeaderChange).
 //   - ensembles only, livenessSender, livenessReceiver (and one reader per
-//     accepted liveness connection) and servingMonitor (Start, Server.wg,
-//     end on stopC or when Stop closes the election-port listener). The
+//     accepted liveness connection, which ends with its connection, when
+//     idle for livenessIdlePeriods report periods, or on stopC) and
+//     servingMonitor (Start, Server.wg, end on stopC or when Stop closes
+//     the election-port listener). The
 //     sender's decisions (what a report holds, for which leader, what is
 //     kept when it may be lost) are LivenessReports' (liveness.go), which
 //     starts no goroutine; the simulator calls it too.

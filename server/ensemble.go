@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -24,6 +25,21 @@ import (
 // livenessFrameMax bounds one liveness report.
 const livenessFrameMax = 1 << 20
 
+// The receiver closes a liveness connection on which nothing arrived for
+// livenessIdlePeriods report periods: a partition can leave a sender's
+// connection half-open, and its reader would otherwise stay until Stop. A
+// sender whose link carried nothing for livenessKeepalivePeriods writes an
+// empty report (its id alone), so a link in use is never idle that long.
+const (
+	livenessIdlePeriods      = 10
+	livenessKeepalivePeriods = 3
+)
+
+// livenessPeriod is the time between two liveness reports: half a tick.
+func (s *Server) livenessPeriod() time.Duration {
+	return time.Duration(s.cfg.TickTimeMs) * time.Millisecond / 2
+}
+
 // touch records traffic of a session on this member (LivenessReports).
 func (s *Server) touch(id int64) {
 	s.liveness.Touch(id, s.lead.isLeader() || s.cfg.Standalone(), s.tracker)
@@ -31,8 +47,9 @@ func (s *Server) touch(id int64) {
 
 // livenessLink is the sender's connection to the leader's liveness port.
 type livenessLink struct {
-	conn   net.Conn
-	leader uint64
+	conn    net.Conn
+	leader  uint64
+	written time.Time // the last write on conn that returned
 }
 
 func (l *livenessLink) close() {
@@ -45,7 +62,7 @@ func (l *livenessLink) close() {
 // livenessSender forwards touches to the current leader.
 func (s *Server) livenessSender() {
 	defer s.wg.Done()
-	period := time.Duration(s.cfg.TickTimeMs) * time.Millisecond / 2
+	period := s.livenessPeriod()
 	t := time.NewTicker(period)
 	defer t.Stop()
 	var link livenessLink
@@ -62,10 +79,13 @@ func (s *Server) livenessSender() {
 
 // reportTouched runs one round of s.liveness for leader lead and sends its
 // report over link. A report that cannot be sent, or may have been lost,
-// stays for the next round (LivenessReports.Failed).
+// stays for the next round (LivenessReports.Failed). With nothing to
+// report, a link idle for livenessKeepalivePeriods rounds gets an empty
+// report, so the leader's receiver does not close it as idle.
 func (s *Server) reportTouched(link *livenessLink, lead uint64, timeout time.Duration) {
 	r, ok := s.liveness.Next(s.lead.isLeader(), lead, s.tracker)
 	if !ok {
+		s.keepLinkAlive(link, timeout)
 		return
 	}
 	if r.NewLink {
@@ -104,19 +124,41 @@ func (s *Server) sendTouched(link *livenessLink, r LivenessReport, timeout time.
 		if err != nil {
 			return fmt.Errorf("dial liveness channel of member %d: %w", r.To, err)
 		}
-		link.conn, link.leader = c, r.To
+		link.conn, link.leader, link.written = c, r.To, time.Now()
 	}
-	buf := make([]byte, 4, 4+8+8*len(r.IDs))
+	return s.writeReport(link, r.IDs, timeout)
+}
+
+// writeReport writes a report of ids (none for a keepalive) on link's
+// connection.
+func (s *Server) writeReport(link *livenessLink, ids []int64, timeout time.Duration) error {
+	buf := make([]byte, 4, 4+8+8*len(ids))
 	buf = binary.BigEndian.AppendUint64(buf, s.cfg.ServerID)
-	for _, id := range r.IDs {
+	for _, id := range ids {
 		buf = binary.BigEndian.AppendUint64(buf, uint64(id))
 	}
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	_ = link.conn.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := link.conn.Write(buf); err != nil {
-		return fmt.Errorf("write liveness report to member %d: %w", r.To, err)
+		return fmt.Errorf("write liveness report to member %d: %w", link.leader, err)
 	}
+	link.written = time.Now()
 	return nil
+}
+
+// keepLinkAlive writes an empty report on link when it carried nothing
+// for livenessKeepalivePeriods rounds. A failed write ends the link and,
+// as any failed write, reveals that the report before it may be lost
+// (LivenessReports.Failed keeps it for the next round).
+func (s *Server) keepLinkAlive(link *livenessLink, period time.Duration) {
+	if link.conn == nil || time.Since(link.written) < livenessKeepalivePeriods*period {
+		return
+	}
+	if err := s.writeReport(link, nil, period); err != nil {
+		s.log.Debug().Err(err).Uint64("leader", link.leader).Msg("liveness keepalive not sent")
+		s.liveness.Failed(LivenessReport{To: link.leader})
+		link.close()
+	}
 }
 
 // livenessReceiver accepts liveness reports from other members. Each
@@ -152,11 +194,19 @@ func (s *Server) livenessReceiver(ln net.Listener) {
 	}
 }
 
-// readLiveness applies the liveness reports read from c until it fails.
+// readLiveness applies the liveness reports read from c until it fails,
+// or nothing arrives for livenessIdlePeriods report periods (the sender
+// went away without a close that reached us; a live sender keeps its link
+// busy, see keepLinkAlive).
 func (s *Server) readLiveness(c net.Conn) {
+	idle := livenessIdlePeriods * s.livenessPeriod()
 	var lenBuf [4]byte
 	for {
+		_ = c.SetReadDeadline(time.Now().Add(idle))
 		if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				s.log.Debug().Str("remote", c.RemoteAddr().String()).Dur("idle", idle).Msg("liveness connection idle, closing")
+			}
 			return
 		}
 		n := binary.BigEndian.Uint32(lenBuf[:])

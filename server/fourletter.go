@@ -294,8 +294,8 @@ func (s *Server) serverID() int64 {
 
 func (s *Server) clientPort() int {
 	if s.listener != nil {
-		if a, ok := s.listener.Addr().(*net.TCPAddr); ok {
-			return a.Port
+		if port, ok := listenPort(s.listener.Addr()); ok {
+			return port
 		}
 	}
 	return s.cfg.ClientPort

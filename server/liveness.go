@@ -16,20 +16,32 @@ import (
 // leader's liveness port, the deterministic simulator (internal/sim) over
 // its simulated network; both call the same methods.
 //
-// Invariants:
-//   - A session touched on a member that does not lead is in exactly one of
-//     the touched set, a report in flight (between Next and Sent or Failed),
-//     or a report handed to the link to the leader.
-//   - A report that failed, and the report handed to the same link before
-//     it (a write that returned may still be lost with the connection,
-//     which only the next write reveals), go back to the touched set: a
-//     session is never forgotten because a link broke.
+// Invariants and limits:
+//   - A session touched on a member that does not lead is in at least one
+//     place until a later report on the same link was written: the touched
+//     set, a report in flight (between Next and Sent or Failed), or the
+//     last report handed to the link to the leader (kept as prev).
+//   - A report that failed goes back to the touched set, with the last
+//     report handed to the same link before it (a write that returned may
+//     still be lost with the connection, which only a later write reveals).
+//     Only that last report is put back: when two writes on one connection
+//     are lost (the leader's end went away while the writes were still
+//     accepted, as across a partition, where they wait in the connection
+//     until the heal), the older one is forgotten. That happens around
+//     leadership changes, where the new leader's Tracker.ResetAll gives
+//     every session its full timeout and makes the loss moot, and when a
+//     member is cut off from a leader that stays: it loses what it reported
+//     before it noticed the leader gone (lead 0, after which touches wait
+//     in the touched set), so such a session's last touch on the leader is
+//     earlier than it was, by at most that time.
 //   - A report is for the leader its round names; the previous report is
 //     kept only while the link goes to that same leader (a former leader's
 //     tracker is reset before it leads again, so what it lost is moot).
 //
-// Its methods may be called from any goroutine (the server's connection
-// readers call Touch while the sender runs a round).
+// Touch may be called from any goroutine (the server's connection readers
+// call it while the sender runs a round). Next, Sent and Failed must be
+// called by one sender, one round at a time: Sent and Failed refer to the
+// last report Next returned on the link.
 type LivenessReports struct {
 	mu      sync.Mutex
 	touched map[int64]struct{}
@@ -141,7 +153,8 @@ func (l *LivenessReports) pending() []int64 {
 // member their sender takes for the leader; one that reaches a member that
 // no longer leads touches its tracker harmlessly, as a member resets its
 // tracker before it acts as leader (sessionLeader.leaderChange). It
-// reports whether the sessions were touched.
+// reports whether the report was applied (false: from is no member, and
+// nothing was touched).
 func ReceiveLiveness(tracker *session.Tracker, fromMember bool, ids []int64) bool {
 	if !fromMember {
 		return false

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -24,13 +25,20 @@ func memnetHost(id uint64) string { return fmt.Sprintf("m%d", id) }
 // network. Cleanup heals every link and stops them all.
 func startMemnetEnsemble(t *testing.T, mn *memnet.Network, n int, mutate func(cfg *Config)) []*Server {
 	t.Helper()
+	servers := newMemnetEnsemble(t, mn, n, mutate)
+	require.NoError(t, startMemnetServers(t, mn, servers))
+	return servers
+}
+
+// newMemnetEnsemble configures startMemnetEnsemble's members.
+func newMemnetEnsemble(t *testing.T, mn *memnet.Network, n int, mutate func(cfg *Config)) []*Server {
+	t.Helper()
 	members := map[uint64]Member{}
 	for i := uint64(1); i <= uint64(n); i++ {
 		members[i] = Member{ID: i, Host: memnetHost(i), PeerPort: 2888, ElectionPort: 3888, Role: "participant",
 			ClientAddr: memnetHost(i) + ":2181"}
 	}
 	servers := make([]*Server, n)
-	errs := make(chan error, n)
 	for i := range servers {
 		id := uint64(i + 1)
 		cfg := Default()
@@ -44,20 +52,31 @@ func startMemnetEnsemble(t *testing.T, mn *memnet.Network, n int, mutate func(cf
 		if mutate != nil {
 			mutate(&cfg)
 		}
-		s := New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
-		servers[i] = s
-		go func() { errs <- s.Start() }()
+		servers[i] = New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
 	}
-	for range servers {
-		require.NoError(t, <-errs)
-	}
-	t.Cleanup(func() {
+	return servers
+}
+
+// startMemnetServers starts servers together (each waits for a quorum). The
+// cleanup that heals every link of mn and stops them all is registered
+// with tb before any starts: when one Start fails, those that started are
+// stopped too.
+func startMemnetServers(tb interface{ Cleanup(func()) }, mn *memnet.Network, servers []*Server) error {
+	tb.Cleanup(func() {
 		mn.HealAll()
 		for _, s := range servers {
 			_ = s.Stop()
 		}
 	})
-	return servers
+	errs := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() { errs <- s.Start() }()
+	}
+	var err error
+	for range servers {
+		err = errors.Join(err, <-errs)
+	}
+	return err
 }
 
 // memnetHosts is a zk.HostProvider over fixed addresses (the default one
@@ -257,4 +276,48 @@ func leaderPartitionOnMemnet(t *testing.T, cut func(mn *memnet.Network, leader, 
 	require.Eventually(t, func() bool {
 		return !servers[old].lead.isLeader() && servers[old].sm.lastZxid.Load() >= want
 	}, 10*time.Second, 10*time.Millisecond, "the old leader did not catch up after the partition healed")
+}
+
+// cleanups collects the functions registered with Cleanup.
+type cleanups []func()
+
+func (c *cleanups) Cleanup(f func()) { *c = append(*c, f) }
+
+// TestStartMemnetServersStopsAllWhenOneFails: when a member's Start fails, the
+// cleanup startMemnetServers registered stops the members that did start.
+func TestStartMemnetServersStopsAllWhenOneFails(t *testing.T) {
+	tests := []struct {
+		name   string
+		failed int // index of the member whose client port is taken
+	}{
+		{"last member fails", 2},
+		{"first member fails", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mn := memnet.New()
+			servers := newMemnetEnsemble(t, mn, 3, nil)
+			t.Cleanup(func() { // whatever the outcome, nothing outlives the test
+				for _, s := range servers {
+					_ = s.Stop()
+				}
+			})
+			host := memnetHost(uint64(tt.failed + 1))
+			ln, err := mn.Host(host).Listen("tcp", host+":2181")
+			require.NoError(t, err)
+			defer ln.Close()
+			var c cleanups
+			require.Error(t, startMemnetServers(&c, mn, servers), "member %d's client port is taken", tt.failed+1)
+			for _, f := range c {
+				f()
+			}
+			for i, s := range servers {
+				select {
+				case <-s.stopC:
+				default:
+					t.Errorf("member %d still runs after the cleanup of a failed start", i+1)
+				}
+			}
+		})
+	}
 }

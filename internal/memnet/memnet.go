@@ -16,11 +16,18 @@
 //     of a connection between them stay buffered and are not readable on
 //     b's end; healing the link delivers them, in order. A cut never loses
 //     or reorders bytes of an open connection, as TCP retransmits.
-//   - A dial between two hosts whose link is cut in either direction fails
-//     at once (no handshake can complete); so does a dial to an address
-//     nobody listens on.
+//   - A dial between two hosts whose link is cut in either direction
+//     waits (no handshake can complete) until the link heals, or its
+//     context is done: then it fails with the context's error. A dial to
+//     an address nobody listens on fails at once with ErrRefused.
 //   - Close of one end: the other end reads what was written before, then
-//     io.EOF (held like any byte while the link is cut); its writes fail.
+//     io.EOF (held like any byte while the link is cut). Its writes go on
+//     being accepted as TCP's are: bytes buffered while the link to the
+//     closed end is cut, dropped once they reach it. Bytes that reached the
+//     closed end provoke a reset, and once the link back carries it (at
+//     once without a cut) the other end's later writes fail with ErrReset.
+//     So without a cut the first write after the peer closed succeeds and
+//     the next fails; across a cut no close or reset is seen.
 //   - Deadlines make blocked and later calls fail with an error that
 //     satisfies errors.Is(err, os.ErrDeadlineExceeded); a closed end's and
 //     a closed listener's calls fail with net.ErrClosed.
@@ -38,6 +45,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/zkraft/zkraft/internal/netseam"
@@ -46,11 +54,13 @@ import (
 // BufferSize bounds the bytes buffered in one direction of a connection.
 const BufferSize = 256 << 10
 
-// ErrUnreachable is the error of a dial across a cut link.
-var ErrUnreachable = errors.New("memnet: host unreachable")
-
 // ErrRefused is the error of a dial to an address nobody listens on.
 var ErrRefused = errors.New("memnet: connection refused")
+
+// ErrReset is the error of a write after the peer closed its end and the
+// reset that bytes written since provoked came back (it wraps
+// syscall.ECONNRESET, as on the operating system's network).
+var ErrReset = fmt.Errorf("memnet: %w", syscall.ECONNRESET)
 
 // Network is one in-memory network. Its zero value is not usable; call New.
 type Network struct {
@@ -210,7 +220,8 @@ func (h *Host) Listen(network, addr string) (net.Listener, error) {
 	return l, nil
 }
 
-// DialContext connects to addr from this host.
+// DialContext connects to addr from this host. Across a cut it waits
+// for the heal or ctx (see the package comment).
 func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	opErr := func(err error) error { return &net.OpError{Op: "dial", Net: network, Err: err} }
 	if err := ctx.Err(); err != nil {
@@ -223,8 +234,13 @@ func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn,
 	n := h.n
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.reachable(h.name, to.Host) || !n.reachable(to.Host, h.name) {
-		return nil, opErr(fmt.Errorf("%w: %s from %s", ErrUnreachable, to.Host, h.name))
+	// No handshake completes while the link is cut either way: the dial
+	// waits for the heal, or gives up with ctx, as a dial whose SYN (or
+	// SYN-ACK) a partition drops.
+	for !n.reachable(h.name, to.Host) || !n.reachable(to.Host, h.name) {
+		if !n.wait(ctx, time.Time{}) {
+			return nil, opErr(fmt.Errorf("memnet: %s unreachable from %s: %w", to.Host, h.name, ctx.Err()))
+		}
 	}
 	l := n.listeners[to.String()]
 	if l == nil || l.closed {
@@ -319,7 +335,8 @@ func (l *listener) Addr() net.Addr { return l.addr }
 type stream struct {
 	buf       []byte
 	writerEnd bool // the writing end closed: EOF once buf is read
-	readerEnd bool // the reading end closed: writes fail
+	readerEnd bool // the reading end closed: bytes that reach it provoke a reset
+	reset     bool // bytes reached the closed reading end: writes fail once the link back carries the reset
 }
 
 // conn is one end of a connection: it reads in and writes out.
@@ -374,8 +391,9 @@ func (c *conn) Write(b []byte) (int, error) {
 		if c.closed {
 			return written, c.opErr("write", net.ErrClosed)
 		}
-		if c.out.readerEnd {
-			return written, c.opErr("write", io.ErrClosedPipe)
+		c.deliverToClosed()
+		if c.out.reset && n.reachable(c.remote.Host, c.local.Host) {
+			return written, c.opErr("write", ErrReset)
 		}
 		if !c.writeDeadline.IsZero() && !time.Now().Before(c.writeDeadline) {
 			return written, c.opErr("write", os.ErrDeadlineExceeded)
@@ -384,6 +402,7 @@ func (c *conn) Write(b []byte) (int, error) {
 			k := min(room, len(b)-written)
 			c.out.buf = append(c.out.buf, b[written:written+k]...)
 			written += k
+			c.deliverToClosed()
 			n.broadcast()
 			if written == len(b) {
 				return written, nil
@@ -391,6 +410,17 @@ func (c *conn) Write(b []byte) (int, error) {
 			continue
 		}
 		n.wait(context.Background(), c.writeDeadline)
+	}
+}
+
+// deliverToClosed models the bytes that reach a peer end that was closed:
+// once the link to the peer carries them, they are gone and provoke a
+// reset, which fails this end's writes once the link back carries it.
+// Called with n.mu held.
+func (c *conn) deliverToClosed() {
+	if c.out.readerEnd && len(c.out.buf) > 0 && c.n.reachable(c.local.Host, c.remote.Host) {
+		c.out.buf = nil
+		c.out.reset = true
 	}
 }
 
@@ -414,7 +444,13 @@ func (c *conn) closeLocked() {
 	c.closed = true
 	c.out.writerEnd = true
 	c.in.readerEnd = true
-	c.in.buf = nil
+	if len(c.in.buf) > 0 && c.n.reachable(c.remote.Host, c.local.Host) {
+		// Bytes received and never read: the close resets (TCP does).
+		// Bytes held by a cut are still the writer's; deliverToClosed
+		// drops them when they arrive.
+		c.in.buf = nil
+		c.in.reset = true
+	}
 	delete(c.n.conns, c)
 	c.n.broadcast()
 }

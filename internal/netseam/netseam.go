@@ -79,6 +79,13 @@ func DialTLS(ctx context.Context, n Network, network, addr string, cfg *tls.Conf
 	if err != nil {
 		return nil, err
 	}
+	return ClientHandshake(ctx, c, addr, cfg)
+}
+
+// ClientHandshake completes a TLS client handshake with cfg over c, a
+// connection dialled to addr, within ctx: when cfg names no ServerName,
+// the host of addr is verified. On failure c is closed.
+func ClientHandshake(ctx context.Context, c net.Conn, addr string, cfg *tls.Config) (net.Conn, error) {
 	if cfg.ServerName == "" {
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil {

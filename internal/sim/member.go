@@ -537,14 +537,17 @@ func (m *member) reportLiveness() {
 	from := m.id
 	if int(r.To) > len(m.w.members) || !m.w.net.send(m.idx, int(r.To)-1, func() {
 		l := m.w.members[r.To-1]
-		cs := l.confState
-		server.ReceiveLiveness(l.tracker, slices.Contains(cs.GetVoters(), from) || slices.Contains(cs.GetLearners(), from), r.IDs)
+		server.ReceiveLiveness(l.tracker, l.acceptsLiveness(from), r.IDs)
 	}) {
 		m.liveness.Failed(r)
 		return
 	}
 	m.liveness.Sent(r)
 }
+
+// acceptsLiveness reports whether liveness reports from member id count
+// on m: as the server's, only from a member of the configuration m applied.
+func (m *member) acceptsLiveness(id uint64) bool { return consensus.InConfState(m.confState, id) }
 
 // stamp gives p its proposer, request id and, unless it carries its
 // decision's, the time, as the server's propose does.
