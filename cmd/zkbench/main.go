@@ -248,6 +248,7 @@ func main() {
 	flag.IntVar(&so.clients, "scale-clients", 4, "scale run: clients of the light load")
 	flag.IntVar(&so.lightRate, "scale-rate", 250, "scale run: requests per second per light-load client (half getData, half setData)")
 	flag.DurationVar(&so.maxWait, "scale-max-wait", 90*time.Second, "scale run: longest light load while waiting for a snapshot")
+	flag.StringVar(&so.heapFile, "scale-heap", "", "scale run: write zkraft's heap profile after the load to this file")
 	flag.Parse()
 	if *scaleN > 0 {
 		so.nodes = *scaleN

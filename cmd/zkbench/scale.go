@@ -128,6 +128,7 @@ type scaleOptions struct {
 	lightRate int // light load: requests per second per client
 	clients   int
 	maxWait   time.Duration // light load: give up waiting for a snapshot after this
+	heapFile  string        // zkraft: write a heap profile after the load here ("" = none)
 }
 
 // scaleValue is the 100-byte value of every scale znode.
@@ -174,6 +175,10 @@ func runScale(target zktest.Target, o scaleOptions) (*scaleFigures, error) {
 		return nil, err
 	}
 	logf("RSS after load %d MB (anon %d, file %d)", f.rssLoad.rss>>10, f.rssLoad.anon>>10, f.rssLoad.file>>10)
+	if o.heapFile != "" && target == zktest.Zkraft {
+		fetch(adminAddr(srv.LogPath)+"/debug/pprof/heap", o.heapFile)
+		logf("heap profile in %s", o.heapFile)
+	}
 	if err := forceGC(srv); err != nil {
 		return nil, fmt.Errorf("%s: GC: %w", target, err)
 	}
