@@ -105,6 +105,15 @@ func appendNode(b []byte, n *node) []byte {
 	return b
 }
 
+// encodedSize is len(appendNode(nil, n)).
+func encodedSize(n *node) int {
+	size := 4 + len(n.path) + 1 + 7*8 + 3*4 + 4 + len(n.data) + 4
+	for _, a := range n.acl {
+		size += 4 + 4 + len(a.ID.Scheme) + 4 + len(a.ID.ID)
+	}
+	return size
+}
+
 // snapReader reads snapshot fields, feeding every byte to a CRC. The first
 // error sticks.
 type snapReader struct {
