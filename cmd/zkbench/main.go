@@ -249,6 +249,7 @@ func main() {
 	flag.IntVar(&so.lightRate, "scale-rate", 250, "scale run: requests per second per light-load client (half getData, half setData)")
 	flag.DurationVar(&so.maxWait, "scale-max-wait", 90*time.Second, "scale run: longest light load while waiting for a snapshot")
 	flag.StringVar(&so.heapFile, "scale-heap", "", "scale run: write zkraft's heap profile after the load to this file")
+	flag.StringVar(&so.logDir, "scale-logs", "", "scale run: copy each server's log into this directory")
 	flag.Parse()
 	if *scaleN > 0 {
 		so.nodes = *scaleN

@@ -129,6 +129,7 @@ type scaleOptions struct {
 	clients   int
 	maxWait   time.Duration // light load: give up waiting for a snapshot after this
 	heapFile  string        // zkraft: write a heap profile after the load here ("" = none)
+	logDir    string        // keep each server's log here ("" = none)
 }
 
 // scaleValue is the 100-byte value of every scale znode.
@@ -157,6 +158,14 @@ func runScale(target zktest.Target, o scaleOptions) (*scaleFigures, error) {
 		return nil, fmt.Errorf("start %s: %w", target, err)
 	}
 	defer srv.Close()
+	if o.logDir != "" {
+		defer func() {
+			srv.Close()
+			if b, err := os.ReadFile(srv.LogPath); err == nil {
+				_ = os.WriteFile(filepath.Join(o.logDir, string(target)+".log"), b, 0o644)
+			}
+		}()
+	}
 	f := &scaleFigures{target: target, nodes: o.nodes}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s %-7s "+format+"\n", append([]any{time.Now().Format("15:04:05"), target}, args...)...)
