@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"runtime"
 	"testing"
@@ -8,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
 )
 
 // A frozen snapshot, serialized after more entries were applied, is
@@ -66,4 +69,38 @@ func TestFreezeSnapshotAllocatesThePayloadOnce(t *testing.T) {
 	allocated := after.TotalAlloc - before.TotalAlloc
 	limit := uint64(len(out)) + 8*nodes + 256<<10
 	require.LessOrEqual(t, allocated, limit, "allocated %d bytes for a %d-byte snapshot", allocated, len(out))
+}
+
+// Restore reads the tree section in place: it allocates what decoding the
+// tree allocates, not also a copy of the section (most of a snapshot).
+func TestRestoreDoesNotCopyTheTreeSection(t *testing.T) {
+	sm := newTestSM(t)
+	sm.createSession(7, 1)
+	const nodes = 5000
+	value := make([]byte, 100)
+	for i := range nodes {
+		w := create(fmt.Sprintf("/n%d", i), 1, uint64(i+1))
+		w.Body = jute.Marshal(&jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), Data: value,
+			ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})
+		require.Zero(t, sm.apply(w).Err)
+	}
+	snap, err := sm.Snapshot()
+	require.NoError(t, err)
+	treeLen := int(binary.BigEndian.Uint64(snap[len(snapshotMagic)+8:]))
+	section := snap[len(snapshotMagic)+16 : len(snapshotMagic)+16+treeLen]
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	decode := allocated(func() {
+		_, err := znode.ReadSnapshot(bytes.NewReader(section), znode.Options{})
+		require.NoError(t, err)
+	})
+	restored := newTestSM(t)
+	restore := allocated(func() { require.NoError(t, restored.Restore(uint64(nodes+1), snap)) })
+	require.Less(t, restore, decode+uint64(treeLen)/2, "Restore allocated %d bytes, decoding the tree %d, the section is %d", restore, decode, treeLen)
 }

@@ -455,9 +455,11 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 		if n > uint64(r.Len()) {
 			return nil, fmt.Errorf("section of %d bytes, %d left", n, r.Len())
 		}
-		b := make([]byte, n)
-		_, err := io.ReadFull(r, b)
-		return bytes.NewReader(b), err
+		// A view of data, not a copy (the tree section is most of a
+		// snapshot: hundreds of MB at a million znodes).
+		start := len(data) - r.Len()
+		_, err := r.Seek(int64(n), io.SeekCurrent)
+		return bytes.NewReader(data[start : start+int(n)]), err
 	}
 	tr, err := section()
 	if err != nil {
