@@ -39,6 +39,11 @@
 // a CPU profile and the allocations (heap profiles before and after, for
 // `go tool pprof -sample_index=alloc_space -diff_base before after`) of the
 // server (the leader in an ensemble) are written to DIR.
+//
+// With -scale N, zkbench runs none of the workloads: it builds a tree of N
+// znodes of 100 bytes in each server, one server at a time, and reports
+// resident memory, restart time and request latency during snapshots (see
+// scale.go).
 package main
 
 import (
