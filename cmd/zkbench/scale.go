@@ -47,10 +47,11 @@ import (
 // kB.
 type procMem struct {
 	rss, anon, file int64 // VmRSS, RssAnon, RssFile
+	peak            int64 // VmHWM: the largest VmRSS so far
 }
 
-// parseProcStatus reads VmRSS (required), RssAnon and RssFile (optional,
-// Linux >= 4.5) from the text of /proc/<pid>/status.
+// parseProcStatus reads VmRSS (required), VmHWM, RssAnon and RssFile
+// (optional; the last two Linux >= 4.5) from the text of /proc/<pid>/status.
 func parseProcStatus(text string) (procMem, error) {
 	var m procMem
 	found := false
@@ -68,6 +69,8 @@ func parseProcStatus(text string) (procMem, error) {
 			dst = &m.anon
 		case "RssFile":
 			dst = &m.file
+		case "VmHWM":
+			dst = &m.peak
 		default:
 			continue
 		}
@@ -183,7 +186,7 @@ func runScale(target zktest.Target, o scaleOptions) (*scaleFigures, error) {
 	if f.rssLoad, err = readProcMem(srv.Pid()); err != nil {
 		return nil, err
 	}
-	logf("RSS after load %d MB (anon %d, file %d)", f.rssLoad.rss>>10, f.rssLoad.anon>>10, f.rssLoad.file>>10)
+	logf("RSS after load %d MB (anon %d, file %d, peak %d)", f.rssLoad.rss>>10, f.rssLoad.anon>>10, f.rssLoad.file>>10, f.rssLoad.peak>>10)
 	if o.heapFile != "" && target == zktest.Zkraft {
 		fetch(adminAddr(srv.LogPath)+"/debug/pprof/heap", o.heapFile)
 		logf("heap profile in %s", o.heapFile)
@@ -195,7 +198,7 @@ func runScale(target zktest.Target, o scaleOptions) (*scaleFigures, error) {
 	if f.rssIdle, err = readProcMem(srv.Pid()); err != nil {
 		return nil, err
 	}
-	logf("RSS after GC + %v: %d MB (anon %d, file %d)", o.settle, f.rssIdle.rss>>10, f.rssIdle.anon>>10, f.rssIdle.file>>10)
+	logf("RSS after GC + %v: %d MB (anon %d, file %d, peak %d)", o.settle, f.rssIdle.rss>>10, f.rssIdle.anon>>10, f.rssIdle.file>>10, f.rssIdle.peak>>10)
 
 	// 3. Restart.
 	srv.Stop()
@@ -556,6 +559,8 @@ func formatScaleTable(z, a *scaleFigures) string {
 		{"  of which anon / file (MB)", func(f *scaleFigures) string {
 			return mb(f.rssIdle.anon) + " / " + mb(f.rssIdle.file)
 		}, nil, ""},
+		{"peak RSS up to then, VmHWM (MB)", func(f *scaleFigures) string { return mb(f.rssIdle.peak) },
+			func(f *scaleFigures) float64 { return float64(f.rssIdle.peak) }, ""},
 		{"restart: serving (s)", func(f *scaleFigures) string { return secs(f.ready) },
 			func(f *scaleFigures) float64 { return f.ready.Seconds() }, ""},
 		{"restart: last znode read (s)", func(f *scaleFigures) string { return secs(f.readable) },

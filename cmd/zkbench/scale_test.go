@@ -13,8 +13,8 @@ func TestParseProcStatus(t *testing.T) {
 		want    procMem
 		wantErr string
 	}{
-		{"full", "Name:\tzkraft\nVmPeak:\t 900 kB\nVmRSS:\t  524288 kB\nRssAnon:\t  500000 kB\nRssFile:\t   24288 kB\nThreads:\t9\n",
-			procMem{rss: 524288, anon: 500000, file: 24288}, ""},
+		{"full", "Name:\tzkraft\nVmPeak:\t 900 kB\nVmHWM:\t  600000 kB\nVmRSS:\t  524288 kB\nRssAnon:\t  500000 kB\nRssFile:\t   24288 kB\nThreads:\t9\n",
+			procMem{rss: 524288, anon: 500000, file: 24288, peak: 600000}, ""},
 		{"old kernel without RssAnon", "VmRSS:\t1024 kB\n", procMem{rss: 1024}, ""},
 		{"no VmRSS (a zombie)", "Name:\tjava\nState:\tZ (zombie)\n", procMem{}, "no VmRSS"},
 		{"not kB", "VmRSS:\t1024 MB\n", procMem{}, `want "<n> kB"`},
@@ -74,12 +74,12 @@ func TestFormatScaleTable(t *testing.T) {
 		return l
 	}
 	z := &scaleFigures{nodes: 1000000, load: 100 * time.Second,
-		rssLoad: procMem{rss: 400 << 10}, rssIdle: procMem{rss: 300 << 10, anon: 280 << 10, file: 20 << 10},
+		rssLoad: procMem{rss: 400 << 10}, rssIdle: procMem{rss: 300 << 10, anon: 280 << 10, file: 20 << 10, peak: 900 << 10},
 		ready: 1500 * time.Millisecond, readable: 2 * time.Second,
 		quiet: result{lat: ms(1, 2, 3)}, during: result{lat: ms(4, 5)},
 		snapshots: []span{{time.Unix(0, 0), time.Unix(1, 500e6)}}}
 	a := &scaleFigures{nodes: 1000000, load: 50 * time.Second,
-		rssLoad: procMem{rss: 1000 << 10}, rssIdle: procMem{rss: 600 << 10},
+		rssLoad: procMem{rss: 1000 << 10}, rssIdle: procMem{rss: 600 << 10, peak: 1200 << 10},
 		ready: 8 * time.Second, readable: 10 * time.Second, quiet: result{lat: ms(2)}}
 	tests := []struct {
 		name string
@@ -92,6 +92,7 @@ func TestFormatScaleTable(t *testing.T) {
 			"| RSS after load (MB) | 400 | 1000 | 0.40x | ≤ 0.5x |",
 			"| RSS after GC + settle (MB) | 300 | 600 | 0.50x | ≤ 0.5x |",
 			"|   of which anon / file (MB) | 280 / 20 | 0 / 0 | - |  |",
+			"| peak RSS up to then, VmHWM (MB) | 900 | 1200 | 0.75x |  |",
 			"| restart: last znode read (s) | 2.00 | 10.00 | 0.20x | zkraft < 5 s |",
 			"| light load p99, no snapshot | 2ms (3 req) | 2ms (1 req) | - |  |",
 			"| light load p99 / max, during a snapshot | 4ms / 5ms (2 req) | no snapshot seen | - | no stall |",
