@@ -90,12 +90,21 @@ func BenchmarkReadSnapshot(b *testing.B) {
 	if err := tree.WriteSnapshot(&buf); err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(buf.Len()))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if _, err := ReadSnapshot(bytes.NewReader(buf.Bytes()), Options{}); err != nil {
-			b.Fatal(err)
-		}
+	for _, r := range []struct {
+		name string
+		read func([]byte) (*Tree, error)
+	}{
+		{"reader", func(in []byte) (*Tree, error) { return ReadSnapshot(bytes.NewReader(in), Options{}) }},
+		{"bytes", func(in []byte) (*Tree, error) { return ReadSnapshotBytes(in, Options{}) }},
+	} {
+		b.Run(r.name, func(b *testing.B) {
+			b.SetBytes(int64(buf.Len()))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := r.read(buf.Bytes()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

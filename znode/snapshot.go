@@ -119,8 +119,13 @@ func encodedSize(n *node) int {
 type snapReader struct {
 	r   *bufio.Reader
 	crc hash.Hash32
-	err error
-	tmp [8]byte
+	// data, when not nil, is the whole input (ReadSnapshotBytes): fields
+	// are copied from data[off:] and the checksum is computed once at the
+	// end instead of field by field; r and crc are unused.
+	data []byte
+	off  int
+	err  error
+	tmp  [8]byte
 	// scratch holds short strings while they are looked at (see scratchStr).
 	scratch []byte
 	// interned maps ACL schemes and ids to one copy each: most nodes share
@@ -140,6 +145,15 @@ const maxInterned = 1024
 
 func (s *snapReader) fill(b []byte) {
 	if s.err != nil {
+		return
+	}
+	if s.data != nil {
+		if len(s.data)-s.off < len(b) {
+			s.err = fmt.Errorf("%w: truncated", ErrCorruptSnapshot)
+			clear(b)
+			return
+		}
+		s.off += copy(b, s.data[s.off:])
 		return
 	}
 	if _, err := io.ReadFull(s.r, b); err != nil {
@@ -189,6 +203,11 @@ func (s *snapReader) str() string { return string(s.bytes(s.u32())) }
 // call; longer strings than the scratch get a buffer of their own.
 func (s *snapReader) scratchStr() []byte {
 	n := s.u32()
+	if s.data != nil && s.err == nil && int64(n) <= int64(len(s.data)-s.off) {
+		b := s.data[s.off : s.off+int(n)]
+		s.off += int(n)
+		return b
+	}
 	if int64(n) > int64(cap(s.scratch)) {
 		return s.bytes(n)
 	}
@@ -223,12 +242,30 @@ func (s *snapReader) corrupt(format string, args ...any) {
 // read past the end of the snapshot (r is buffered), so r should hold the
 // snapshot only.
 func ReadSnapshot(r io.Reader, opts Options) (*Tree, error) {
-	// A reader that knows its length (bytes.Reader, as the server passes)
-	// bounds the node count, so the index can be sized at once without
-	// trusting a corrupt count.
-	sized, hasLen := r.(interface{ Len() int })
-	s := &snapReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.New(castagnoli),
-		scratch: make([]byte, 4096), interned: map[string]string{}, sorted: true}
+	// A reader that knows its length (bytes.Reader) bounds the node count,
+	// so the index can be sized at once without trusting a corrupt count.
+	s := &snapReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.New(castagnoli)}
+	left := -1
+	if sized, ok := r.(interface{ Len() int }); ok {
+		left = sized.Len()
+	}
+	return readSnapshot(s, opts, left)
+}
+
+// ReadSnapshotBytes is ReadSnapshot of the snapshot in b (bytes after its
+// checksum are ignored, as ReadSnapshot may read them). It decodes in place
+// and checksums b once, which is faster; the tree keeps no reference to b.
+func ReadSnapshotBytes(b []byte, opts Options) (*Tree, error) {
+	if b == nil {
+		b = []byte{}
+	}
+	return readSnapshot(&snapReader{data: b}, opts, len(b))
+}
+
+// readSnapshot reads a snapshot from s; left is the number of bytes left in
+// the input, or -1 if unknown.
+func readSnapshot(s *snapReader, opts Options, left int) (*Tree, error) {
+	s.scratch, s.interned, s.sorted = make([]byte, 4096), map[string]string{}, true
 	var magic [len(snapMagic)]byte
 	s.fill(magic[:])
 	if s.err == nil && string(magic[:]) != snapMagic {
@@ -236,8 +273,8 @@ func ReadSnapshot(r io.Reader, opts Options) (*Tree, error) {
 	}
 	count := s.u64()
 	t := newEmpty(opts)
-	if hasLen && s.err == nil {
-		hint := min(count, uint64(sized.Len()+s.r.Buffered())/minEncodedNode)
+	if left >= 0 && s.err == nil {
+		hint := min(count, uint64(left)/minEncodedNode)
 		t.nodes = make(map[string]*node, hint)
 		s.paths = make([]string, 0, hint)
 	}
@@ -247,7 +284,12 @@ func ReadSnapshot(r io.Reader, opts Options) (*Tree, error) {
 	if s.err != nil {
 		return nil, fmt.Errorf("znode: read snapshot: %w", s.err)
 	}
-	sum := s.crc.Sum32()
+	var sum uint32
+	if s.data != nil {
+		sum = crc32.Checksum(s.data[:s.off], castagnoli)
+	} else {
+		sum = s.crc.Sum32()
+	}
 	if got := s.u32(); s.err == nil && got != sum {
 		s.corrupt("checksum %08x, computed %08x", got, sum)
 	}

@@ -321,3 +321,47 @@ func TestReadSnapshotAllocations(t *testing.T) {
 		})
 	}
 }
+
+// ReadSnapshotBytes agrees with ReadSnapshot on every input: valid
+// snapshots (the same tree), truncations, bit flips, trailing bytes and
+// garbage (both refuse, with ErrCorruptSnapshot).
+func TestReadSnapshotBytesAgrees(t *testing.T) {
+	tree := mustNewTree(t, Options{ExtendedTypesEnabled: true})
+	randomWorkload(t, tree, 11, 200)
+	var buf bytes.Buffer
+	require.NoError(t, tree.WriteSnapshot(&buf))
+	good := buf.Bytes()
+	rng := rand.New(rand.NewSource(2))
+	inputs := map[string][]byte{"valid": good, "trailing bytes": append(bytes.Clone(good), 1, 2, 3), "nil": nil, "empty": {}}
+	for n := 0; n < len(good); n += 1 + n/50 {
+		inputs[fmt.Sprintf("truncated to %d", n)] = good[:n]
+	}
+	for i := 0; i < 300; i++ {
+		bad := bytes.Clone(good)
+		pos := rng.Intn(len(bad))
+		bad[pos] ^= 1 << rng.Intn(8)
+		inputs[fmt.Sprintf("bit flip %d at %d", i, pos)] = bad
+	}
+	for i := 0; i < 100; i++ {
+		bad := make([]byte, rng.Intn(200))
+		rng.Read(bad)
+		if len(bad) >= 8 {
+			copy(bad, snapMagic)
+		}
+		inputs[fmt.Sprintf("garbage %d", i)] = bad
+	}
+	for name, in := range inputs {
+		want, wantErr := ReadSnapshot(bytes.NewReader(in), Options{})
+		got, err := ReadSnapshotBytes(in, Options{})
+		if wantErr != nil {
+			require.Error(t, err, name)
+			require.ErrorIs(t, err, ErrCorruptSnapshot, name)
+			continue
+		}
+		require.NoError(t, err, name)
+		var a, b bytes.Buffer
+		require.NoError(t, want.WriteSnapshot(&a))
+		require.NoError(t, got.WriteSnapshot(&b))
+		require.Equal(t, a.Bytes(), b.Bytes(), name)
+	}
+}
