@@ -448,7 +448,7 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	if zxid > index {
 		return fmt.Errorf("restore: snapshot zxid %#x beyond its raft index %d", zxid, index)
 	}
-	section := func() (io.Reader, error) {
+	section := func() ([]byte, error) {
 		if err := binary.Read(r, binary.BigEndian, &n); err != nil {
 			return nil, err
 		}
@@ -459,13 +459,13 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 		// snapshot: hundreds of MB at a million znodes).
 		start := len(data) - r.Len()
 		_, err := r.Seek(int64(n), io.SeekCurrent)
-		return bytes.NewReader(data[start : start+int(n)]), err
+		return data[start : start+int(n)], err
 	}
 	tr, err := section()
 	if err != nil {
 		return fmt.Errorf("restore tree: %w", err)
 	}
-	tree, err := znode.ReadSnapshot(tr, sm.treeOpts)
+	tree, err := znode.ReadSnapshotBytes(tr, sm.treeOpts)
 	if err != nil {
 		return fmt.Errorf("restore tree: %w", err)
 	}
@@ -473,7 +473,7 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("restore sessions: %w", err)
 	}
-	sessions, err := session.ReadSnapshot(sr)
+	sessions, err := session.ReadSnapshot(bytes.NewReader(sr))
 	if err != nil {
 		return fmt.Errorf("restore sessions: %w", err)
 	}
