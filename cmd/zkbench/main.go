@@ -255,6 +255,7 @@ func main() {
 	flag.DurationVar(&so.maxWait, "scale-max-wait", 90*time.Second, "scale run: longest light load while waiting for a snapshot")
 	flag.StringVar(&so.heapFile, "scale-heap", "", "scale run: write zkraft's heap profile after the load to this file")
 	flag.StringVar(&so.logDir, "scale-logs", "", "scale run: copy each server's log into this directory")
+	flag.BoolVar(&so.keep, "scale-keep", false, "scale run: keep each server's directory (zoo.cfg, data) for restarts by hand")
 	flag.Parse()
 	if *scaleN > 0 {
 		so.nodes = *scaleN

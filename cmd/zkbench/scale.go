@@ -133,6 +133,7 @@ type scaleOptions struct {
 	maxWait   time.Duration // light load: give up waiting for a snapshot after this
 	heapFile  string        // zkraft: write a heap profile after the load here ("" = none)
 	logDir    string        // keep each server's log here ("" = none)
+	keep      bool          // keep the servers' directories (zoo.cfg, data, log)
 }
 
 // scaleValue is the 100-byte value of every scale znode.
@@ -148,7 +149,11 @@ func runScale(target zktest.Target, o scaleOptions) (*scaleFigures, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	if o.keep {
+		fmt.Fprintf(os.Stderr, "%s: data kept in %s\n", target, dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
 	opts := zktest.Options{}
 	if target == zktest.Apache {
 		opts.JVMFlags = zookeeperJVM
