@@ -197,8 +197,6 @@ func (s *snapReader) bytes(n uint32) []byte {
 	return out
 }
 
-func (s *snapReader) str() string { return string(s.bytes(s.u32())) }
-
 // scratchStr reads a string into the scratch buffer, valid until the next
 // call; longer strings than the scratch get a buffer of their own.
 func (s *snapReader) scratchStr() []byte {
