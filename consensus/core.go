@@ -159,7 +159,7 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 	if rl == nil {
 		rl = newRaftLogger(c.lg)
 	}
-	rc := RaftConfig(cfg.ID, cfg.ElectionTicks, cfg.HeartbeatTicks, c.mem, st.Snapshot.GetIndex(), rl)
+	rc := RaftConfig(cfg.ID, cfg.ElectionTicks, cfg.HeartbeatTicks, &raftStorage{MemoryStorage: c.mem, store: c.store}, st.Snapshot.GetIndex(), rl)
 	if c.rn, err = raft.NewRawNode(rc); err != nil {
 		return nil, fmt.Errorf("consensus: create raft node: %w", err)
 	}
@@ -207,7 +207,7 @@ func (c *Core) recover() (LoadedState, error) {
 		if err := c.sm.Restore(md.GetIndex(), data); err != nil {
 			return st, fmt.Errorf("restore state machine from snapshot at index %d: %w", md.GetIndex(), err)
 		}
-		if err := c.mem.ApplySnapshot(&pb.Snapshot{Metadata: md, Data: data}); err != nil {
+		if err := c.mem.ApplySnapshot(&pb.Snapshot{Metadata: md}); err != nil { // payload: see raftStorage
 			return st, fmt.Errorf("load snapshot into raft storage: %w", err)
 		}
 		cs = pb.EnsureConfState(md.GetConfState())
@@ -383,7 +383,7 @@ func (c *Core) HandleReady() error {
 
 	// 2. Mirror into raft's in-memory storage, which raft reads from.
 	if hasSnap {
-		if err := c.mem.ApplySnapshot(rd.Snapshot); err != nil {
+		if err := c.mem.ApplySnapshot(withoutData(rd.Snapshot)); err != nil { // payload: see raftStorage
 			return fmt.Errorf("apply snapshot to raft storage: %w", err)
 		}
 	}

@@ -33,6 +33,9 @@ const (
 	// snapFilesKept is how many snapshot files survive retention: the
 	// current one and its predecessor.
 	snapFilesKept = 2
+	// snapWriteChunk is how much of a snapshot file is written before it is
+	// written back to disk (see paceWriteback).
+	snapWriteChunk = 8 << 20
 )
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)
@@ -70,8 +73,13 @@ func writeSnapFile(dir string, term, index uint64, payload []byte) error {
 		return fmt.Errorf("create snapshot file: %w", err)
 	}
 	_, err = f.Write(hdr[:])
-	if err == nil {
-		_, err = f.Write(payload)
+	// In chunks, each written back before the next (paceWriteback): at a
+	// million znodes the payload is hundreds of MB.
+	for off := 0; err == nil && off < len(payload); off += snapWriteChunk {
+		end := min(off+snapWriteChunk, len(payload))
+		if _, err = f.Write(payload[off:end]); err == nil {
+			paceWriteback(f, int64(snapHeaderSize+off), int64(end-off))
+		}
 	}
 	if err == nil {
 		err = f.Sync()

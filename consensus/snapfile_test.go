@@ -10,7 +10,13 @@ import (
 
 func TestSnapFileRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	for _, payload := range [][]byte{nil, []byte("x"), make([]byte, 1<<16)} {
+	// Past one chunk too, not a multiple of it, distinct bytes everywhere
+	// (a chunk written twice or skipped shows).
+	big := make([]byte, 2*snapWriteChunk+12345)
+	for i := range big {
+		big[i] = byte(i*7 + i>>16)
+	}
+	for _, payload := range [][]byte{nil, []byte("x"), make([]byte, 1<<16), big[:snapWriteChunk], big} {
 		require.NoError(t, writeSnapFile(dir, 3, uint64(len(payload)+1), payload))
 		got, err := readSnapFile(dir, 3, uint64(len(payload)+1))
 		require.NoError(t, err)

@@ -91,7 +91,8 @@ func (j *SnapshotJob) Run() error {
 	if err := c.store.Write(&w); err != nil {
 		return err
 	}
-	if _, err := c.mem.CreateSnapshot(j.index, j.confState, data); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
+	// Without the payload, which raftStorage reads from the file.
+	if _, err := c.mem.CreateSnapshot(j.index, j.confState, nil); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
 		return fmt.Errorf("create snapshot in raft storage: %w", err)
 	}
 	if first, _ := c.mem.FirstIndex(); compactBelow >= first {

@@ -77,3 +77,40 @@ func TestRestartWithCommitBehindSnapshot(t *testing.T) {
 	require.Equal(t, want, re.sm.state().datas)
 	require.Empty(t, re.sm.violations())
 }
+
+// Raft's in-memory storage records a snapshot without its payload (a second
+// copy of the state in memory); what raft sends a lagging member is read
+// from the snapshot file, byte for byte the payload recorded, both after a
+// local snapshot and after a restart from one.
+func TestRaftStorageSnapshotPayloadFromFile(t *testing.T) {
+	dir := t.TempDir()
+	small := func(cfg *Config) { cfg.SnapshotEvery, cfg.KeepEntries = 10, 5 }
+	check := func(tn *testNode) {
+		t.Helper()
+		c := tn.core
+		held, err := c.mem.Snapshot()
+		require.NoError(t, err)
+		md := held.GetMetadata()
+		require.NotZero(t, md.GetIndex())
+		require.Empty(t, held.GetData(), "the in-memory storage holds the snapshot's payload")
+		sent, err := (&raftStorage{MemoryStorage: c.mem, store: c.store}).Snapshot()
+		require.NoError(t, err)
+		file, err := c.store.LoadSnapshot(md.GetTerm(), md.GetIndex())
+		require.NoError(t, err)
+		require.NotEmpty(t, file)
+		require.Equal(t, file, sent.GetData())
+		require.Equal(t, md.GetIndex(), sent.GetMetadata().GetIndex())
+	}
+	tn := startTestNode(t, dir, small)
+	tn.waitLeader(t)
+	want := tn.proposeEach(t, "x", 25)
+	require.Eventually(t, func() bool { return tn.Status().LastSnapshotIndex > 0 }, testTimeout, 5*time.Millisecond)
+	tn.settle(t)
+	check(tn)
+	require.NoError(t, tn.Stop())
+
+	re := startTestNode(t, dir, small)
+	re.waitLeader(t)
+	re.sm.waitCount(t, len(want))
+	check(re)
+}

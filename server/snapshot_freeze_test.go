@@ -1,10 +1,16 @@
 package server
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
 )
 
 // A frozen snapshot, serialized after more entries were applied, is
@@ -34,4 +40,67 @@ func TestFreezeSnapshotMatchesSnapshot(t *testing.T) {
 	require.True(t, ok, "nodes of then restored")
 	_, _, ok = restored.tree.GetData("/m0")
 	require.False(t, ok, "nodes created after the freeze are not in it")
+}
+
+// Serializing a frozen state allocates about the payload once: the tree is
+// encoded straight into the one output buffer, not into a growing buffer
+// that is then copied (about three times the payload, hundreds of MB of
+// transient heap at a million znodes). Allowed beyond the payload: the
+// per-node pointer slice of the sort (8 bytes a node) and fixed buffers.
+func TestFreezeSnapshotAllocatesThePayloadOnce(t *testing.T) {
+	sm := newTestSM(t)
+	sm.createSession(7, 1)
+	const nodes = 20000
+	value := make([]byte, 100)
+	for i := range nodes {
+		w := create(fmt.Sprintf("/n%d", i), 1, uint64(i+1))
+		w.Body = jute.Marshal(&jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), Data: value,
+			ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})
+		require.Zero(t, sm.apply(w).Err)
+	}
+	serialize, err := sm.FreezeSnapshot()
+	require.NoError(t, err)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out, err := serialize()
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	limit := uint64(len(out)) + 8*nodes + 256<<10
+	require.LessOrEqual(t, allocated, limit, "allocated %d bytes for a %d-byte snapshot", allocated, len(out))
+}
+
+// Restore reads the tree section in place: it allocates what decoding the
+// tree allocates, not also a copy of the section (most of a snapshot).
+func TestRestoreDoesNotCopyTheTreeSection(t *testing.T) {
+	sm := newTestSM(t)
+	sm.createSession(7, 1)
+	const nodes = 5000
+	value := make([]byte, 100)
+	for i := range nodes {
+		w := create(fmt.Sprintf("/n%d", i), 1, uint64(i+1))
+		w.Body = jute.Marshal(&jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), Data: value,
+			ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})
+		require.Zero(t, sm.apply(w).Err)
+	}
+	snap, err := sm.Snapshot()
+	require.NoError(t, err)
+	treeLen := int(binary.BigEndian.Uint64(snap[len(snapshotMagic)+8:]))
+	section := snap[len(snapshotMagic)+16 : len(snapshotMagic)+16+treeLen]
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	decode := allocated(func() {
+		_, err := znode.ReadSnapshot(bytes.NewReader(section), znode.Options{})
+		require.NoError(t, err)
+	})
+	restored := newTestSM(t)
+	restore := allocated(func() { require.NoError(t, restored.Restore(uint64(nodes+1), snap)) })
+	require.Less(t, restore, decode+uint64(treeLen)/2, "Restore allocated %d bytes, decoding the tree %d, the section is %d", restore, decode, treeLen)
 }

@@ -448,22 +448,24 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	if zxid > index {
 		return fmt.Errorf("restore: snapshot zxid %#x beyond its raft index %d", zxid, index)
 	}
-	section := func() (io.Reader, error) {
+	section := func() ([]byte, error) {
 		if err := binary.Read(r, binary.BigEndian, &n); err != nil {
 			return nil, err
 		}
 		if n > uint64(r.Len()) {
 			return nil, fmt.Errorf("section of %d bytes, %d left", n, r.Len())
 		}
-		b := make([]byte, n)
-		_, err := io.ReadFull(r, b)
-		return bytes.NewReader(b), err
+		// A view of data, not a copy (the tree section is most of a
+		// snapshot: hundreds of MB at a million znodes).
+		start := len(data) - r.Len()
+		_, err := r.Seek(int64(n), io.SeekCurrent)
+		return data[start : start+int(n)], err
 	}
 	tr, err := section()
 	if err != nil {
 		return fmt.Errorf("restore tree: %w", err)
 	}
-	tree, err := znode.ReadSnapshot(tr, sm.treeOpts)
+	tree, err := znode.ReadSnapshotBytes(tr, sm.treeOpts)
 	if err != nil {
 		return fmt.Errorf("restore tree: %w", err)
 	}
@@ -471,7 +473,7 @@ func (sm *stateMachine) Restore(index uint64, data []byte) error {
 	if err != nil {
 		return fmt.Errorf("restore sessions: %w", err)
 	}
-	sessions, err := session.ReadSnapshot(sr)
+	sessions, err := session.ReadSnapshot(bytes.NewReader(sr))
 	if err != nil {
 		return fmt.Errorf("restore sessions: %w", err)
 	}

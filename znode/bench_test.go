@@ -1,6 +1,7 @@
 package znode
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -67,5 +68,43 @@ func BenchmarkSnapshot(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		_ = tree.Digest()
+	}
+}
+
+// BenchmarkReadSnapshot decodes the snapshot of a tree shaped like zkbench's
+// scale run: 200k znodes of 100 bytes under 10 parents.
+func BenchmarkReadSnapshot(b *testing.B) {
+	tree := New(Options{})
+	tree.Apply(TxnContext{Zxid: 1, Auth: local}, createW(jute.OpCreate, "/scale", nil, open, 0, 0))
+	zxid := int64(2)
+	for p := 0; p < 10; p++ {
+		tree.Apply(TxnContext{Zxid: zxid, Auth: local}, createW(jute.OpCreate, fmt.Sprintf("/scale/p%d", p), nil, open, 0, 0))
+		zxid++
+	}
+	data := make([]byte, 100)
+	for i := 0; i < 200000; i++ {
+		tree.Apply(TxnContext{Zxid: zxid, Auth: local}, createW(jute.OpCreate, fmt.Sprintf("/scale/p%d/n%d", i%10, i), data, open, 0, 0))
+		zxid++
+	}
+	var buf bytes.Buffer
+	if err := tree.WriteSnapshot(&buf); err != nil {
+		b.Fatal(err)
+	}
+	for _, r := range []struct {
+		name string
+		read func([]byte) (*Tree, error)
+	}{
+		{"reader", func(in []byte) (*Tree, error) { return ReadSnapshot(bytes.NewReader(in), Options{}) }},
+		{"bytes", func(in []byte) (*Tree, error) { return ReadSnapshotBytes(in, Options{}) }},
+	} {
+		b.Run(r.name, func(b *testing.B) {
+			b.SetBytes(int64(buf.Len()))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if _, err := r.read(buf.Bytes()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -38,6 +38,17 @@ func (t *Tree) Check() error {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
+	return t.checkPaths(paths)
+}
+
+// checkPaths is Check given the paths of all the tree's nodes, sorted.
+func (t *Tree) checkPaths(paths []string) error {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvariant, fmt.Sprintf(format, args...))
+	}
+	if len(paths) != len(t.nodes) {
+		return fail("%d paths given for %d nodes", len(paths), len(t.nodes))
+	}
 	var size int64
 	ephemerals, containers, ttls := 0, 0, 0
 	for _, p := range paths {

@@ -29,3 +29,15 @@ func (f *Frozen) WriteSnapshot(w io.Writer) error {
 	}
 	return writeSnapshot(w, ptrs)
 }
+
+// SnapshotSize returns the exact number of bytes WriteSnapshot writes, so
+// that a caller can encode into one buffer of the right size instead of a
+// growing one (at a million znodes a snapshot is hundreds of MB, and each
+// doubling of a buffer is a transient copy).
+func (f *Frozen) SnapshotSize() int {
+	size := len(snapMagic) + 8 + 4 // magic, node count, CRC
+	for i := range f.nodes {
+		size += encodedSize(&f.nodes[i])
+	}
+	return size
+}

@@ -105,17 +105,55 @@ func appendNode(b []byte, n *node) []byte {
 	return b
 }
 
+// encodedSize is len(appendNode(nil, n)).
+func encodedSize(n *node) int {
+	size := 4 + len(n.path) + 1 + 7*8 + 3*4 + 4 + len(n.data) + 4
+	for _, a := range n.acl {
+		size += 4 + 4 + len(a.ID.Scheme) + 4 + len(a.ID.ID)
+	}
+	return size
+}
+
 // snapReader reads snapshot fields, feeding every byte to a CRC. The first
 // error sticks.
 type snapReader struct {
 	r   *bufio.Reader
 	crc hash.Hash32
-	err error
-	tmp [8]byte
+	// data, when not nil, is the whole input (ReadSnapshotBytes): fields
+	// are copied from data[off:] and the checksum is computed once at the
+	// end instead of field by field; r and crc are unused.
+	data []byte
+	off  int
+	err  error
+	tmp  [8]byte
+	// scratch holds short strings while they are looked at (see scratchStr).
+	scratch []byte
+	// interned maps ACL schemes and ids to one copy each: most nodes share
+	// a few ACLs. Bounded by maxInterned entries.
+	interned map[string]string
+
+	// Of the nodes read so far, in order.
+	prev       string // path of the last node
+	sorted     bool   // every path greater than the one before
+	paths      []string
+	lastParent *node      // parent of the last node (siblings come in a row)
+	acl        []jute.ACL // scratch of the node being read
+	lastACL    []jute.ACL // the last ACL other than the open one
 }
+
+const maxInterned = 1024
 
 func (s *snapReader) fill(b []byte) {
 	if s.err != nil {
+		return
+	}
+	if s.data != nil {
+		if len(s.data)-s.off < len(b) {
+			s.err = fmt.Errorf("%w: truncated", ErrCorruptSnapshot)
+			clear(b)
+			return
+		}
+		s.off += copy(b, s.data[s.off:])
 		return
 	}
 	if _, err := io.ReadFull(s.r, b); err != nil {
@@ -159,7 +197,35 @@ func (s *snapReader) bytes(n uint32) []byte {
 	return out
 }
 
-func (s *snapReader) str() string { return string(s.bytes(s.u32())) }
+// scratchStr reads a string into the scratch buffer, valid until the next
+// call; longer strings than the scratch get a buffer of their own.
+func (s *snapReader) scratchStr() []byte {
+	n := s.u32()
+	if s.data != nil && s.err == nil && int64(n) <= int64(len(s.data)-s.off) {
+		b := s.data[s.off : s.off+int(n)]
+		s.off += int(n)
+		return b
+	}
+	if int64(n) > int64(cap(s.scratch)) {
+		return s.bytes(n)
+	}
+	b := s.scratch[:n]
+	s.fill(b)
+	return b
+}
+
+// intern returns b as a string, one copy per distinct value (up to
+// maxInterned of them).
+func (s *snapReader) intern(b []byte) string {
+	if v, ok := s.interned[string(b)]; ok {
+		return v
+	}
+	v := string(b)
+	if len(s.interned) < maxInterned {
+		s.interned[v] = v
+	}
+	return v
+}
 
 func (s *snapReader) corrupt(format string, args ...any) {
 	if s.err == nil {
@@ -174,7 +240,30 @@ func (s *snapReader) corrupt(format string, args ...any) {
 // read past the end of the snapshot (r is buffered), so r should hold the
 // snapshot only.
 func ReadSnapshot(r io.Reader, opts Options) (*Tree, error) {
+	// A reader that knows its length (bytes.Reader) bounds the node count,
+	// so the index can be sized at once without trusting a corrupt count.
 	s := &snapReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.New(castagnoli)}
+	left := -1
+	if sized, ok := r.(interface{ Len() int }); ok {
+		left = sized.Len()
+	}
+	return readSnapshot(s, opts, left)
+}
+
+// ReadSnapshotBytes is ReadSnapshot of the snapshot in b (bytes after its
+// checksum are ignored, as ReadSnapshot may read them). It decodes in place
+// and checksums b once, which is faster; the tree keeps no reference to b.
+func ReadSnapshotBytes(b []byte, opts Options) (*Tree, error) {
+	if b == nil {
+		b = []byte{}
+	}
+	return readSnapshot(&snapReader{data: b}, opts, len(b))
+}
+
+// readSnapshot reads a snapshot from s; left is the number of bytes left in
+// the input, or -1 if unknown.
+func readSnapshot(s *snapReader, opts Options, left int) (*Tree, error) {
+	s.scratch, s.interned, s.sorted = make([]byte, 4096), map[string]string{}, true
 	var magic [len(snapMagic)]byte
 	s.fill(magic[:])
 	if s.err == nil && string(magic[:]) != snapMagic {
@@ -182,13 +271,23 @@ func ReadSnapshot(r io.Reader, opts Options) (*Tree, error) {
 	}
 	count := s.u64()
 	t := newEmpty(opts)
+	if left >= 0 && s.err == nil {
+		hint := min(count, uint64(left)/minEncodedNode)
+		t.nodes = make(map[string]*node, hint)
+		s.paths = make([]string, 0, hint)
+	}
 	for i := uint64(0); i < count && s.err == nil; i++ {
 		readNode(s, t, i)
 	}
 	if s.err != nil {
 		return nil, fmt.Errorf("znode: read snapshot: %w", s.err)
 	}
-	sum := s.crc.Sum32()
+	var sum uint32
+	if s.data != nil {
+		sum = crc32.Checksum(s.data[:s.off], castagnoli)
+	} else {
+		sum = s.crc.Sum32()
+	}
 	if got := s.u32(); s.err == nil && got != sum {
 		s.corrupt("checksum %08x, computed %08x", got, sum)
 	}
@@ -202,7 +301,13 @@ func ReadSnapshot(r io.Reader, opts Options) (*Tree, error) {
 	// rewritten from it (ZooKeeper's setupQuota), which changes nothing in
 	// a snapshot of a tree that passed Check.
 	t.refreshQuotas()
-	if err := t.Check(); err != nil {
+	// Written in path order (as writeSnapshot does), the paths read are
+	// Check's sorted list already.
+	check := t.Check
+	if s.sorted {
+		check = func() error { return t.checkPaths(s.paths) }
+	}
+	if err := check(); err != nil {
 		return nil, fmt.Errorf("znode: read snapshot: %w: %w", ErrCorruptSnapshot, err)
 	}
 	return t, nil
@@ -210,7 +315,7 @@ func ReadSnapshot(r io.Reader, opts Options) (*Tree, error) {
 
 // readNode reads the i-th node and links it into t.
 func readNode(s *snapReader, t *Tree, i uint64) {
-	n := &node{path: s.str()}
+	n := &node{path: string(s.scratchStr())}
 	k := s.u8()
 	var ints [7]int64
 	for j := range ints {
@@ -222,19 +327,29 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 		n.data = s.bytes(l)
 	}
 	nacl := s.u32()
-	if nacl > 0 {
-		n.acl = make([]jute.ACL, 0, min(nacl, 64))
-	}
+	acl := s.acl[:0]
 	for j := uint32(0); j < nacl && s.err == nil; j++ {
 		perms := int32(s.u32())
-		scheme := s.str()
-		n.acl = append(n.acl, jute.ACL{Perms: perms, ID: jute.Id{Scheme: scheme, ID: s.str()}})
+		scheme := s.intern(s.scratchStr())
+		id := s.intern(s.scratchStr())
+		acl = append(acl, jute.ACL{Perms: perms, ID: jute.Id{Scheme: scheme, ID: id}})
 	}
+	s.acl = acl
 	if s.err != nil {
 		return
 	}
-	if len(n.acl) == 1 && n.acl[0] == openEntry {
+	// ACLs are never mutated in place, so equal ones can share a slice:
+	// the open ACL is the tree's (as a create shares it); another equal to
+	// the previous node's (siblings usually have the same) is that one.
+	switch {
+	case nacl == 0:
+	case nacl == 1 && acl[0] == openEntry:
 		n.acl = t.open
+	case slices.Equal(acl, s.lastACL):
+		n.acl = s.lastACL
+	default:
+		n.acl = slices.Clone(acl)
+		s.lastACL = n.acl
 	}
 	n.kind = kind(k)
 	switch {
@@ -244,7 +359,7 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 		s.corrupt("node %q: kind %d with owner %#x", n.path, k, n.owner)
 	case (n.kind == kindTTL) != (n.ttl != 0), n.ttl < 0 || n.ttl > maxTTL:
 		s.corrupt("node %q: kind %d with ttl %d", n.path, k, n.ttl)
-	case t.nodes[n.path] != nil:
+	case !s.inOrder(n.path, i) && t.nodes[n.path] != nil:
 		s.corrupt("node %q twice", n.path)
 	case i == 0 && n.path != rootPath:
 		s.corrupt("first node %q is not the root", n.path)
@@ -263,7 +378,12 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 		s.corrupt("%v", err)
 		return
 	}
-	parent := t.nodes[parentOf(n.path, lastSlash(n.path))]
+	var parent *node
+	if pp := parentOf(n.path, lastSlash(n.path)); s.lastParent != nil && s.lastParent.path == pp {
+		parent = s.lastParent
+	} else {
+		parent = t.nodes[pp]
+	}
 	if parent == nil {
 		s.corrupt("node %q before its parent", n.path)
 		return
@@ -272,7 +392,24 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 		s.corrupt("node %q under an ephemeral", n.path)
 		return
 	}
+	s.lastParent = parent
 	t.insert(n, parent)
+}
+
+// minEncodedNode is the fewest bytes a node takes in a snapshot (a
+// one-byte path, nil data, no ACL).
+const minEncodedNode = 4 + 1 + 1 + 7*8 + 3*4 + 4 + 4
+
+// inOrder records the i-th node's path and reports whether every path so
+// far, this one included, was greater than the one before. While that
+// holds no path can have been read twice, and the paths read are sorted.
+func (s *snapReader) inOrder(path string, i uint64) bool {
+	if i > 0 && path <= s.prev {
+		s.sorted = false
+	}
+	s.prev = path
+	s.paths = append(s.paths, path)
+	return s.sorted
 }
 
 // crcOf returns the snapshot checksum of b.

@@ -4,6 +4,7 @@
 //	go run ./cmd/zkbench                                  # standalone, every workload
 //	go run ./cmd/zkbench -members 3 -svg ratios-3.svg     # 3-member ensembles
 //	go run ./cmd/zkbench -targets zkraft -pprof /tmp/prof # profiles of zkraft only
+//	go run ./cmd/zkbench -scale 1000000                   # memory, restart and snapshots of 1 M znodes
 //
 // Both servers (or both ensembles) are started fresh on loopback, fsync on,
 // by the harness the tests use, and stay up for the whole run. ZooKeeper runs
@@ -38,6 +39,11 @@
 // a CPU profile and the allocations (heap profiles before and after, for
 // `go tool pprof -sample_index=alloc_space -diff_base before after`) of the
 // server (the leader in an ensemble) are written to DIR.
+//
+// With -scale N, zkbench runs none of the workloads: it builds a tree of N
+// znodes of 100 bytes in each server, one server at a time, and reports
+// resident memory, restart time and request latency during snapshots (see
+// scale.go).
 package main
 
 import (
@@ -237,7 +243,37 @@ func main() {
 	targets := flag.String("targets", "zkraft,apache", "servers to measure")
 	svgPath := flag.String("svg", "", "write a bar chart of the ratios to this SVG file")
 	pprofDir := flag.String("pprof", "", "write zkraft CPU and heap profiles of each workload to this directory")
+	scaleN := flag.Int("scale", 0, "instead of the workloads: the scale run with this many znodes of 100 bytes (see scale.go)")
+	var so scaleOptions
+	flag.IntVar(&so.parents, "scale-parents", 10, "scale run: parent nodes the znodes are spread under")
+	flag.IntVar(&so.conns, "scale-conns", 4, "scale run: sessions creating the znodes")
+	flag.IntVar(&so.inflight, "scale-inflight", 32, "scale run: outstanding creates per session")
+	flag.DurationVar(&so.settle, "scale-settle", 10*time.Second, "scale run: idle time after the forced GC before RSS is read again")
+	flag.IntVar(&so.snapCount, "scale-snapcount", 10000, "scale run: snapCount of both servers after the restart")
+	flag.IntVar(&so.clients, "scale-clients", 4, "scale run: clients of the light load")
+	flag.IntVar(&so.lightRate, "scale-rate", 250, "scale run: requests per second per light-load client (half getData, half setData)")
+	flag.DurationVar(&so.maxWait, "scale-max-wait", 90*time.Second, "scale run: longest light load while waiting for a snapshot")
+	flag.StringVar(&so.heapFile, "scale-heap", "", "scale run: write zkraft's heap profile after the load to this file")
+	flag.StringVar(&so.logDir, "scale-logs", "", "scale run: copy each server's log into this directory")
+	flag.BoolVar(&so.keep, "scale-keep", false, "scale run: keep each server's directory (zoo.cfg, data) for restarts by hand")
 	flag.Parse()
+	if *scaleN > 0 {
+		so.nodes = *scaleN
+		figs := map[zktest.Target]*scaleFigures{}
+		for _, t := range strings.Split(*targets, ",") {
+			t := zktest.Target(strings.TrimSpace(t))
+			f, err := runScale(t, so)
+			if err != nil {
+				fail(err)
+			}
+			figs[t] = f
+		}
+		fmt.Printf("\nscale run: one server at a time, standalone, fsync on, loopback; ZooKeeper with %s; "+
+			"light load %d clients x %d req/s, snapCount %d after the restart\n\n",
+			strings.Join(zookeeperJVM, " "), so.clients, so.lightRate, so.snapCount)
+		fmt.Print(formatScaleTable(figs[zktest.Zkraft], figs[zktest.Apache]))
+		return
+	}
 	if *members != 1 && *members != 3 {
 		fail(fmt.Errorf("-members must be 1 or 3, got %d", *members))
 	}

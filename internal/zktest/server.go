@@ -271,6 +271,40 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
+// Pid returns the process id of the running server (the java process for
+// Apache), or 0 if none is running.
+func (s *Server) Pid() int {
+	if !s.Running() {
+		return 0
+	}
+	return s.current().cmd.Process.Pid
+}
+
+// Relaunch is Restart for callers without a testing.TB (zkbench): it stops
+// the server if it is still running and starts it again with the same port
+// and data directory, rewriting zoo.cfg with extra (nil keeps the current
+// file; keys override Opts.Extra).
+func (s *Server) Relaunch(extra map[string]string) error {
+	s.Stop()
+	if extra != nil {
+		o := s.Opts
+		o.Extra = map[string]string{}
+		for k, v := range s.Opts.Extra {
+			o.Extra[k] = v
+		}
+		for k, v := range extra {
+			o.Extra[k] = v
+		}
+		if err := os.WriteFile(s.cfgPath, o.zooCfg(s.Target, s.DataDir, s.Port), 0o644); err != nil {
+			return fmt.Errorf("write zoo.cfg: %w", err)
+		}
+	}
+	if err := s.start(); err != nil {
+		return fmt.Errorf("relaunch %s: %w", s.Target, err)
+	}
+	return nil
+}
+
 // FourLetter sends a four-letter word (srvr, ruok, mntr, ...) and returns
 // the whole answer.
 func (s *Server) FourLetter(cmd string) (string, error) {
