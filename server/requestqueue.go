@@ -168,8 +168,17 @@ func (q *requestQueue) pop() (wakeReader bool) {
 	return q.roomWanted.Load() && q.roomWanted.Swap(false)
 }
 
-// pending is the number of items pushed and not popped.
-func (q *requestQueue) pending() int { return int(q.tail.Load() - q.head.Load()) }
+// pending is the number of items pushed and not popped. Head is loaded
+// before tail: both only grow and tail never falls behind head, so the
+// difference is never negative. To the reader and the writer it is exact
+// at their own end (the reader sees it fall, the writer rise, meanwhile);
+// another goroutine (connViews, for cons and stat) may load head, then a
+// tail that many pushes and pops moved on, so it is capped at the
+// capacity.
+func (q *requestQueue) pending() int {
+	h := q.head.Load()
+	return int(min(q.tail.Load()-h, uint64(len(q.ring))))
+}
 
 // turn builds the reply of it, the item whose turn came, ready and
 // answered (answers): a read runs now, after every earlier item of the

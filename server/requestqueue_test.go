@@ -1,6 +1,7 @@
 package server
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -181,5 +182,39 @@ func TestRequestQueueReadOvertakesWrite(t *testing.T) {
 			require.Equal(t, []byte{tc.want}, g.answer(t, r))
 			require.True(t, g.q.mayPropose())
 		})
+	}
+}
+
+// TestRequestQueuePendingSeenFromElsewhere: pending is read by goroutines
+// other than the reader and the writer (connViews for cons and stat). While
+// a busy connection pushes and pops, such a reader must never see a count
+// below zero or above the queue's capacity.
+func TestRequestQueuePendingSeenFromElsewhere(t *testing.T) {
+	g := newQueueRig(4)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // the reader and the writer of a busy connection, in turn
+		defer close(done)
+		it := &item{}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for range 100 {
+				g.q.push(it)
+				g.q.pop()
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for g.q.head.Load() == 0 { // the pair runs
+		runtime.Gosched()
+	}
+	for i := range 5_000_000 {
+		if n := g.q.pending(); n < 0 || n > len(g.q.ring) {
+			t.Fatalf("load %d: pending() = %d, want 0..%d (cons would print queued=%d)", i, n, len(g.q.ring), n)
+		}
 	}
 }
