@@ -27,7 +27,9 @@
 // (replica.go), which drives the same calls step by step on one goroutine
 // for the deterministic simulator (Receive, Next, Applied/Synced/Failed,
 // Replies). The read-overtakes-write mutation (requestQueue.arrive) builds a
-// read at arrival instead, for the simulator's fifo checker to catch.
+// read at arrival instead, for the simulator's fifo checker to catch; only
+// Endpoint honours it (buildsEarly), as conn.go's reader would build on the
+// writer's encoder.
 //
 // # Goroutines and what each owns
 //

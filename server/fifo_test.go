@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkraft/zkraft/internal/mutation"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -20,11 +21,21 @@ import (
 // rounds of a setData followed by reads of the same node:
 // replies come in request order, each read shows the write sent just
 // before it (its data, and a reply zxid at least the write's), and reply
-// zxids never go backwards. (The read-overtakes-write mutation is
-// exercised through Endpoint, TestEndpointFifo and the simulator: on a
-// server's connection it builds reads on the reader goroutine, racing the
-// writer's encoder.)
+// zxids never go backwards. With the read-overtakes-write mutation on too:
+// a server's connection does not honour it (its reader would build reads
+// on the writer's encoder; the mutation is exercised through Endpoint,
+// TestEndpointFifo and the simulator).
 func TestFifoPipelinedConn(t *testing.T) {
+	for _, mutated := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "read-overtakes-write on"}[mutated], func(t *testing.T) {
+			defer mutation.Reset()
+			require.NoError(t, mutation.Set(mutation.ReadOvertakesWrite, mutated))
+			testFifoPipelinedConn(t)
+		})
+	}
+}
+
+func testFifoPipelinedConn(t *testing.T) {
 	s := startServer(t, nil)
 	c := dial(t, s)
 	c.SetTimeout(20 * time.Second)

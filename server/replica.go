@@ -278,6 +278,7 @@ func (r *Replica) NewEndpoint(sessionID int64, connID uint64, auth []jute.Id, op
 	e := &Endpoint{r: r, ep: endpoint{sessionID: sessionID, connID: connID}, auth: auth, opts: opts,
 		maxLen: maxLen, enc: jute.NewEncoder(nil)}
 	e.q.init(endpointInFlight, maxQueuedNotifications, &e.replyZxid)
+	e.q.buildsEarly = true // one goroutine: mutations may build a read at arrival
 	return e
 }
 

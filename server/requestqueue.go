@@ -93,6 +93,10 @@ type requestQueue struct {
 	// reply frame it built (conn.replyZxid, Endpoint.replyZxid); turn reads
 	// it after build to order events before the reply.
 	replyZxid *int64
+	// buildsEarly: the owner arrives and builds on one goroutine
+	// (Endpoint), so the read-overtakes-write mutation may build a read at
+	// arrival (arrive). Set after init, before the first arrive.
+	buildsEarly bool
 }
 
 // init sizes the queue: at most capacity unanswered items (the reader
@@ -104,17 +108,18 @@ func (q *requestQueue) init(capacity, maxOOB int, replyZxid *int64) {
 	q.replyZxid = replyZxid
 }
 
-// readOvertakesWrite reports the read-overtakes-write mutation: a read is
-// built when it arrives instead of on its turn.
-func readOvertakesWrite() bool { return mutation.Enabled(mutation.ReadOvertakesWrite) }
+// readOvertakesWrite is the read-overtakes-write mutation's switch, looked
+// up once: arrive reads it on every request.
+var readOvertakesWrite = mutation.Lookup(mutation.ReadOvertakesWrite)
 
 // arrive records it, a request just decoded, before it is pushed: a read or
 // holdWrites item holds later writes back until answered. Under the
-// read-overtakes-write mutation a read is built here, at arrival, and holds
-// nothing back (on the server that is the reader goroutine, racing the
-// writer's encoder: only the simulator switches mutations on).
+// read-overtakes-write mutation, if the owner builds replies on the
+// arriving goroutine too (buildsEarly: Endpoint), a read is built here, at
+// arrival, and holds nothing back. The server's connection does not set
+// buildsEarly: its reader would build on the encoder its writer uses.
 func (q *requestQueue) arrive(it *item) {
-	if it.read && readOvertakesWrite() {
+	if it.read && q.buildsEarly && readOvertakesWrite.On() {
 		*q.replyZxid = 0
 		frame, closeAfter := it.build(it)
 		it.early = &builtReply{frame: append([]byte(nil), frame...), closeAfter: closeAfter, zxid: *q.replyZxid}

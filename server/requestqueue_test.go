@@ -20,6 +20,7 @@ type queueRig struct {
 func newQueueRig(capacity int) *queueRig {
 	g := &queueRig{}
 	g.q.init(capacity, 10, &g.replyZxid)
+	g.q.buildsEarly = true // one goroutine, as Endpoint
 	return g
 }
 

@@ -80,6 +80,24 @@ func Enabled(n Name) bool {
 	return i >= 0 && on[i].Load()
 }
 
+// Flag is one mutation's switch, looked up once (Lookup), for code that
+// reads it on a hot path: On is a single atomic load.
+type Flag struct{ on *atomic.Bool }
+
+// On reports whether the mutation is switched on.
+func (f Flag) On() bool { return f.on.Load() }
+
+// Lookup returns the switch of mutation n, which Set and Reset change; it
+// panics on an unknown name (a programming error, caught when the package
+// that looks it up is initialised).
+func Lookup(n Name) Flag {
+	i := slices.Index(all, n)
+	if i < 0 {
+		panic(fmt.Sprintf("mutation: unknown name %q", n))
+	}
+	return Flag{on: &on[i]}
+}
+
 // Set switches mutation n on or off.
 func Set(n Name, enabled bool) error {
 	i := slices.Index(all, n)
