@@ -41,6 +41,45 @@ type builtReply struct {
 	zxid       int64
 }
 
+// The items of a connection's requests, made here for both drivers of a
+// requestQueue (requests.go's reader and Endpoint.handle), so whether an
+// item waits and whether it holds later writes back cannot differ between
+// them. build makes the reply (item.build); deadline bounds the wait of an
+// item that waits (the zero time: none, Endpoint's caller owns timeouts).
+
+// readItem is a read: built on its turn, so it sees the writes sent before
+// it; later writes wait until it was answered.
+func readItem(build func(it *item) ([]byte, bool)) *item {
+	return &item{read: true, build: build}
+}
+
+// refusalItem is a reply that needs no waiting and carries the zxid
+// applied when it is built (a request refused before proposing, a sync
+// without barrier): later writes wait until it was answered, so reply
+// zxids never go backwards.
+func refusalItem(build func(it *item) ([]byte, bool)) *item {
+	return &item{holdWrites: true, build: build}
+}
+
+// syncItem is a sync, answered with the zxid applied when it is built: if
+// barrier, once its ReadIndex barrier applied (ready closed). Later writes
+// wait until it was answered, so a write sent after a sync is applied
+// after it, as in ZooKeeper.
+func syncItem(barrier bool, deadline time.Time, build func(it *item) ([]byte, bool)) *item {
+	it := &item{holdWrites: true, build: build}
+	if barrier {
+		it.ready, it.deadline = make(chan struct{}), deadline
+	}
+	return it
+}
+
+// writeItem is a write or closeSession, answered once its entry applied
+// (ready closed, res set). It holds nothing back: entries of a connection
+// apply in the order they were proposed.
+func writeItem(deadline time.Time, build func(it *item) ([]byte, bool)) *item {
+	return &item{ready: make(chan struct{}), deadline: deadline, build: build}
+}
+
 // holdsWrites reports whether later writes of the connection must wait
 // until it was answered (mayPropose): reads, so they see exactly the writes
 // sent before them, and holdWrites items, so a write sent after a sync is

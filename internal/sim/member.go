@@ -771,7 +771,7 @@ func (m *member) handle(c *client, r *request) {
 				return
 			}
 			conn.active = true
-			conn.ep = m.rep.NewEndpoint(conn.session, conn.id, nil, treeOptions, juteMaxBuffer)
+			conn.ep = m.rep.NewEndpoint(conn.session, conn.id, nil, treeOptions, juteMaxBuffer, m.tracker.IsClosing)
 		})
 		return
 	}
@@ -812,6 +812,11 @@ func (m *member) pump(conn *mconn) {
 				return
 			case st.Propose != nil:
 				m.proposeStep(conn, st)
+				if st.Op == jute.OpCloseSession && m.pending[st.Propose.ReqID] != nil {
+					// As the server's handleClose, once the close is proposed:
+					// the session's writes are refused from now on.
+					m.tracker.SetClosing(conn.session)
+				}
 			case st.Sync:
 				m.syncStep(conn, st)
 			}
