@@ -219,3 +219,20 @@ func TestRequestQueuePendingSeenFromElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestQueueWriteOvertakesRead: a write may not be proposed while a
+// read before it is unanswered, unless the write-overtakes-read mutation
+// is on.
+func TestRequestQueueWriteOvertakesRead(t *testing.T) {
+	for _, mutated := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fifo", true: "mutated"}[mutated], func(t *testing.T) {
+			defer mutation.Reset()
+			require.NoError(t, mutation.Set(mutation.WriteOvertakesRead, mutated))
+			g := newQueueRig(4)
+			r := g.add(t, g.read())
+			require.Equal(t, mutated, g.q.mayPropose())
+			g.answer(t, r)
+			require.True(t, g.q.mayPropose())
+		})
+	}
+}

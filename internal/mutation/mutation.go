@@ -63,10 +63,16 @@ const (
 	// was answered (server's requestQueue.arrive), so a read pipelined
 	// behind a write of the same connection may not see it.
 	ReadOvertakesWrite Name = "read-overtakes-write"
+	// WriteOvertakesRead proposes a write at once instead of after every
+	// read, sync and refusal sent before it on its connection was answered
+	// (server's replyQueue.mayPropose), so an earlier read may show the
+	// write, or a later state, and an earlier reply carry a later zxid.
+	WriteOvertakesRead Name = "write-overtakes-read"
 )
 
 var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
-	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite}
+	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite,
+	WriteOvertakesRead}
 
 // on[i] is whether all[i] is switched on.
 var on = make([]atomic.Bool, len(all))
