@@ -501,6 +501,12 @@ func (e *Endpoint) Replies() (wire []byte, closed bool) {
 	return wire, true
 }
 
+// Wake reports whether the server's connection writer would be woken now
+// though no request of the connection moved: notifications or ping replies
+// are queued (conn.notify wakes it), or the client left too many unread
+// (the server closes the connection). The caller then runs Replies.
+func (e *Endpoint) Wake() bool { return e.overflow || e.q.queuedOOB() }
+
 // Close drops the endpoint's watches, as the server does when a connection
 // ends.
 func (e *Endpoint) Close() { e.r.sm.watches.removeWatcher(e) }

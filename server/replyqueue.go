@@ -67,6 +67,13 @@ func (q *replyQueue) pushPing(lastZxid func() int64) bool {
 	return true
 }
 
+// queuedOOB reports whether events or ping replies are queued.
+func (q *replyQueue) queuedOOB() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.events) > 0 || len(q.pings) > 0
+}
+
 // takeOOB takes the queued events and ping replies whose zxid is at most
 // upTo (all of them if upTo < 0); write them with writeOOB.
 func (q *replyQueue) takeOOB(upTo int64) (pings, events []queuedEvent) {
