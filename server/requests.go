@@ -163,6 +163,14 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 // proposeItem queues a write's item, then proposes its entry. Queueing first
 // keeps the writer from treating the connection as idle (and writing events
 // of later zxids) while this reply is owed.
+//
+// The connection may close between the push and the propose, and the
+// writer's cancelWait then runs before the waiter is registered. The waiter
+// still does not outlive the connection: this runs on the reader, whose
+// serve goroutine ends in finish, which waits for the writer and then
+// cancels the waiter of every item left in the queue (dropUnanswered); the
+// writer pops an item only once it was answered, when its waiter is gone
+// (applied hands it over, a failed propose cancels it).
 func (c *conn) proposeItem(it *item, e *entry) bool {
 	e.ReqID = c.srv.newReqID()
 	it.reqID = e.ReqID // set before the writer can see the item
