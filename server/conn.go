@@ -92,7 +92,7 @@ func newConn(srv *Server, nc net.Conn) *conn {
 		done:        make(chan struct{}),
 		established: time.Now(),
 	}
-	c.replies.init(maxInFlight, maxQueuedNotifications, &c.replyZxid)
+	c.replies.init(srv.queueCap, maxQueuedNotifications, &c.replyZxid)
 	c.bw.Reset(nc)
 	c.connID = srv.reqBase | uint64(uint32(c.id))
 	c.log = srv.log.With().Str("remote", c.remote).Logger()

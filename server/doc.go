@@ -27,7 +27,10 @@
 // (replica.go), which drives the same calls step by step on one goroutine
 // for the deterministic simulator (Receive, Next, Applied/Synced/Failed,
 // Replies). The read-overtakes-write mutation (requestQueue.arrive) builds a
-// read at arrival instead, for the simulator's fifo checker to catch.
+// read at arrival instead, for the simulator's fifo checker to catch; only
+// Endpoint honours it (buildsEarly), as conn.go's reader would build on the
+// writer's encoder. The write-overtakes-read mutation (mayPropose) lets a
+// write be proposed before the reads and syncs ahead of it were answered.
 //
 // # Goroutines and what each owns
 //

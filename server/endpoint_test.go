@@ -41,7 +41,7 @@ func newEndpointRig(t *testing.T, auth []jute.Id) *endpointRig {
 	g.apply(&Proposal{Type: ProposalCreateSession, SessionID: endpointSession,
 		Body: CreateSessionBody(endpointSession, 10000, make([]byte, 16))})
 	g.apply(&Proposal{Type: ProposalAttachSession, SessionID: endpointSession, ConnID: 5})
-	g.ep = g.rep.NewEndpoint(endpointSession, 5, auth, znode.Options{ExtendedTypesEnabled: true}, jute.DefaultMaxBuffer)
+	g.ep = g.rep.NewEndpoint(endpointSession, 5, auth, znode.Options{ExtendedTypesEnabled: true}, jute.DefaultMaxBuffer, nil)
 	return g
 }
 
@@ -559,6 +559,61 @@ func TestEndpointFifo(t *testing.T) {
 			require.NoError(t, mutation.Set(mutation.ReadOvertakesWrite, tt.mutated))
 			g := newEndpointRig(t, nil)
 			g.request(100, jute.OpCreate, &jute.CreateRequest{Path: "/r", Data: []byte("old"), ACL: open})
+			tt.run(t, g)
+		})
+	}
+}
+
+// TestEndpointClose: Endpoint handles a session's end as the server's
+// connection does: nothing received after a closeSession is handled (the
+// reader stops reading there), and a write of a session its member marked
+// closing is refused with SessionExpired, not proposed.
+func TestEndpointClose(t *testing.T) {
+	set := func(xid int32) []byte {
+		return append(jute.Marshal(&jute.RequestHeader{Xid: xid, Type: jute.OpSetData}),
+			jute.Marshal(&jute.SetDataRequest{Path: "/", Data: []byte("after close"), Version: -1})...)
+	}
+	tests := []struct {
+		name    string
+		closing bool
+		run     func(t *testing.T, g *endpointRig)
+	}{
+		{name: "nothing after a closeSession is handled", run: func(t *testing.T, g *endpointRig) {
+			g.ep.Receive(jute.Marshal(&jute.RequestHeader{Xid: 1, Type: jute.OpCloseSession}))
+			g.ep.Receive(set(2))
+			steps, handled, err := g.ep.Next()
+			require.NoError(t, err)
+			require.Equal(t, 1, handled, "the write after the closeSession was handled")
+			require.Len(t, steps, 1)
+			require.Equal(t, jute.OpCloseSession, steps[0].Op)
+			g.ep.Applied(steps[0], g.apply(steps[0].Propose))
+			wire, closed := g.ep.Replies()
+			hdrs, _ := splitFrames(t, wire)
+			require.Len(t, hdrs, 1)
+			require.Equal(t, int32(1), hdrs[0].Xid)
+			require.True(t, closed)
+			steps, handled, err = g.ep.Next()
+			require.NoError(t, err)
+			require.Zero(t, handled, "handled after the connection closed")
+			require.Empty(t, steps)
+		}},
+		{name: "a write of a closing session is refused", closing: true, run: func(t *testing.T, g *endpointRig) {
+			s, wire := g.request(2, jute.OpSetData, &jute.SetDataRequest{Path: "/", Data: []byte("x"), Version: -1})
+			require.Nil(t, s.Propose, "a closing session's write proposed")
+			hdrs, _ := splitFrames(t, wire)
+			require.Len(t, hdrs, 1)
+			require.Equal(t, jute.ErrSessionExpired, hdrs[0].Err)
+			_, wire = g.request(3, jute.OpExists, &jute.PathWatchRequest{Path: "/"})
+			hdrs, _ = splitFrames(t, wire)
+			require.Len(t, hdrs, 1)
+			require.Zero(t, hdrs[0].Err, "reads of a closing session go on, as on the server")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newEndpointRig(t, nil)
+			closing := func(id int64) bool { return tt.closing && id == endpointSession }
+			g.ep = g.rep.NewEndpoint(endpointSession, 5, nil, znode.Options{}, jute.DefaultMaxBuffer, closing)
 			tt.run(t, g)
 		})
 	}

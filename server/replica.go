@@ -258,6 +258,13 @@ type Endpoint struct {
 	replyZxid int64    // zxid of the last reply built (requestQueue.turn)
 	inbox     [][]byte // frames received, not handled yet
 	overflow  bool     // the client left too many notifications unread
+	// closed: a closeSession was handled; nothing after it is, as the
+	// server's reader stops reading there (handleClose).
+	closed bool
+	// closing reports a session whose close was decided (the server's
+	// tracker, IsClosing); its writes are refused with SessionExpired, as
+	// the server's handleWrite does. nil: none.
+	closing func(sessionID int64) bool
 }
 
 // ErrNotInEndpoint is returned by Endpoint.Next for a request the Endpoint
@@ -273,11 +280,17 @@ var errNotProposed = errors.New("proposal or barrier failed")
 // to session sessionID (after its createSession or attach entry applied),
 // with auth ids auth (the server's connections start with their ip id),
 // proposing its writes with opts and reading frames up to maxLen bytes
-// (jute.maxbuffer).
-func (r *Replica) NewEndpoint(sessionID int64, connID uint64, auth []jute.Id, opts znode.Options, maxLen int) *Endpoint {
+// (jute.maxbuffer). closing reports a session the member decided to end
+// (the server's tracker, ConnectConfig.Closing; nil: none): a write of a
+// closing session is refused with SessionExpired, as on the server. The
+// caller marks the session closing once it proposed a closeSession Step,
+// as the server does.
+func (r *Replica) NewEndpoint(sessionID int64, connID uint64, auth []jute.Id, opts znode.Options, maxLen int,
+	closing func(sessionID int64) bool) *Endpoint {
 	e := &Endpoint{r: r, ep: endpoint{sessionID: sessionID, connID: connID}, auth: auth, opts: opts,
-		maxLen: maxLen, enc: jute.NewEncoder(nil)}
+		maxLen: maxLen, enc: jute.NewEncoder(nil), closing: closing}
 	e.q.init(endpointInFlight, maxQueuedNotifications, &e.replyZxid)
+	e.q.buildsEarly = true // one goroutine: mutations may build a read at arrival
 	return e
 }
 
@@ -310,12 +323,13 @@ type Step struct {
 func (e *Endpoint) Receive(frame []byte) { e.inbox = append(e.inbox, frame) }
 
 // Next handles the received frames in order, as the server's connection
-// reader does, until none is left, the queue is full (back-pressure) or a
+// reader does, until none is left, the queue is full (back-pressure), a
 // write must wait for the reads, syncs and refusals before it to be
-// answered (Replies); it returns the steps the caller must act on, and how
+// answered (Replies), or a closeSession was handled (the server's reader
+// reads nothing after it: neither does Next, ever again); it returns the steps the caller must act on, and how
 // many frames it handled.
 func (e *Endpoint) Next() (steps []Step, handled int, err error) {
-	for len(e.inbox) > 0 && !e.q.full() {
+	for len(e.inbox) > 0 && !e.closed && !e.q.full() {
 		s, ok, err := e.handle(e.inbox[0])
 		if err != nil {
 			e.inbox = e.inbox[1:] // not handled: the server would close
@@ -346,9 +360,9 @@ func (e *Endpoint) queue(it *item) {
 // refuse queues a reply that needs no waiting, with the last applied zxid
 // when it is built (conn.enqueueReply).
 func (e *Endpoint) refuse(xid, code int32) {
-	e.queue(&item{holdWrites: true, build: func(*item) ([]byte, bool) {
+	e.queue(refusalItem(func(*item) ([]byte, bool) {
 		return e.reply(xid, e.r.sm.lastZxid.Load(), code, nil), false
-	}})
+	}))
 }
 
 // handle handles one frame; ok false: it is a write that must wait
@@ -377,37 +391,41 @@ func (e *Endpoint) handle(frame []byte) (s Step, ok bool, err error) {
 			e.refuse(xid, code)
 			return s, true, nil
 		}
+		if e.closing != nil && e.closing(e.ep.sessionID) {
+			e.refuse(xid, jute.ErrSessionExpired)
+			return s, true, nil
+		}
 		if !e.q.mayPropose() {
 			return s, false, nil
 		}
 		en := e.ep.writeEntry(xid, op, append([]byte(nil), body...), e.auth, e.opts)
 		s.Propose = e.proposal(en)
 		s.Propose.Options = e.opts
-		s.it = &item{ready: make(chan struct{})}
-		s.it.build = func(it *item) ([]byte, bool) {
+		s.it = writeItem(time.Time{}, func(it *item) ([]byte, bool) {
 			code, rec := writeReplyBody(op, &it.res)
 			return e.reply(xid, it.res.Zxid, code, rec), false
-		}
+		})
 		e.queue(s.it)
 	case jute.OpCloseSession:
 		if !e.q.mayPropose() {
 			return s, false, nil
 		}
 		s.Propose = e.proposal(e.ep.closeEntry(xid))
-		s.it = &item{ready: make(chan struct{})}
-		s.it.build = func(it *item) ([]byte, bool) { return e.reply(xid, it.res.Zxid, 0, nil), true }
+		s.it = writeItem(time.Time{}, func(it *item) ([]byte, bool) { return e.reply(xid, it.res.Zxid, 0, nil), true })
 		e.queue(s.it)
+		e.closed = true
 	case jute.OpSync:
 		var r jute.PathRequest
 		if jute.Unmarshal(body, &r) != nil {
 			e.refuse(xid, jute.ErrMarshallingError)
 			return s, true, nil
 		}
-		it := &item{holdWrites: true, build: func(*item) ([]byte, bool) {
+		barrier := syncBarrier()
+		it := syncItem(barrier, time.Time{}, func(*item) ([]byte, bool) {
 			return e.reply(xid, e.r.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
-		}}
-		if syncBarrier() {
-			it.ready, s.Sync, s.it = make(chan struct{}), true, it
+		})
+		if barrier {
+			s.Sync, s.it = true, it
 		}
 		e.queue(it)
 	case jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
@@ -416,10 +434,10 @@ func (e *Endpoint) handle(frame []byte) (s Step, ok bool, err error) {
 			e.refuse(xid, jute.ErrMarshallingError)
 			return s, true, nil
 		}
-		e.queue(&item{read: true, build: func(*item) ([]byte, bool) {
+		e.queue(readItem(func(*item) ([]byte, bool) {
 			z, code, rec := readNode(e.r.sm, e, op, &r, e.auth)
 			return e.reply(xid, z, code, rec), false
-		}})
+		}))
 	default:
 		return s, false, fmt.Errorf("%w: opcode %d", ErrNotInEndpoint, op)
 	}
@@ -482,6 +500,12 @@ func (e *Endpoint) Replies() (wire []byte, closed bool) {
 	}
 	return wire, true
 }
+
+// Wake reports whether the server's connection writer would be woken now
+// though no request of the connection moved: notifications or ping replies
+// are queued (conn.notify wakes it), or the client left too many unread
+// (the server closes the connection). The caller then runs Replies.
+func (e *Endpoint) Wake() bool { return e.overflow || e.q.queuedOOB() }
 
 // Close drops the endpoint's watches, as the server does when a connection
 // ends.

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/zkraft/zkraft/internal/mutation"
 )
 
 // replyQueue holds the reply-order decisions of one connection: which queued
@@ -63,6 +65,13 @@ func (q *replyQueue) pushPing(lastZxid func() int64) bool {
 	zxid := lastZxid()
 	q.pings = append(q.pings, queuedEvent{zxid: zxid, frame: pingFrame(zxid)})
 	return true
+}
+
+// queuedOOB reports whether events or ping replies are queued.
+func (q *replyQueue) queuedOOB() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.events) > 0 || len(q.pings) > 0
 }
 
 // takeOOB takes the queued events and ping replies whose zxid is at most
@@ -161,5 +170,12 @@ func (q *replyQueue) answered(it *item) bool {
 }
 
 // mayPropose reports whether every read and holdWrites item queued before
-// now was answered, so a write may be proposed.
-func (q *replyQueue) mayPropose() bool { return q.holding.Load() == 0 }
+// now was answered, so a write may be proposed. Under the
+// write-overtakes-read mutation it always does.
+func (q *replyQueue) mayPropose() bool {
+	return q.holding.Load() == 0 || writeOvertakesRead.On()
+}
+
+// writeOvertakesRead is the write-overtakes-read mutation's switch, looked
+// up once: mayPropose reads it for every write.
+var writeOvertakesRead = mutation.Lookup(mutation.WriteOvertakesRead)

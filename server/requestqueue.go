@@ -41,6 +41,45 @@ type builtReply struct {
 	zxid       int64
 }
 
+// The items of a connection's requests, made here for both drivers of a
+// requestQueue (requests.go's reader and Endpoint.handle), so whether an
+// item waits and whether it holds later writes back cannot differ between
+// them. build makes the reply (item.build); deadline bounds the wait of an
+// item that waits (the zero time: none, Endpoint's caller owns timeouts).
+
+// readItem is a read: built on its turn, so it sees the writes sent before
+// it; later writes wait until it was answered.
+func readItem(build func(it *item) ([]byte, bool)) *item {
+	return &item{read: true, build: build}
+}
+
+// refusalItem is a reply that needs no waiting and carries the zxid
+// applied when it is built (a request refused before proposing, a sync
+// without barrier): later writes wait until it was answered, so reply
+// zxids never go backwards.
+func refusalItem(build func(it *item) ([]byte, bool)) *item {
+	return &item{holdWrites: true, build: build}
+}
+
+// syncItem is a sync, answered with the zxid applied when it is built: if
+// barrier, once its ReadIndex barrier applied (ready closed). Later writes
+// wait until it was answered, so a write sent after a sync is applied
+// after it, as in ZooKeeper.
+func syncItem(barrier bool, deadline time.Time, build func(it *item) ([]byte, bool)) *item {
+	it := &item{holdWrites: true, build: build}
+	if barrier {
+		it.ready, it.deadline = make(chan struct{}), deadline
+	}
+	return it
+}
+
+// writeItem is a write or closeSession, answered once its entry applied
+// (ready closed, res set). It holds nothing back: entries of a connection
+// apply in the order they were proposed.
+func writeItem(deadline time.Time, build func(it *item) ([]byte, bool)) *item {
+	return &item{ready: make(chan struct{}), deadline: deadline, build: build}
+}
+
 // holdsWrites reports whether later writes of the connection must wait
 // until it was answered (mayPropose): reads, so they see exactly the writes
 // sent before them, and holdWrites items, so a write sent after a sync is
@@ -93,6 +132,10 @@ type requestQueue struct {
 	// reply frame it built (conn.replyZxid, Endpoint.replyZxid); turn reads
 	// it after build to order events before the reply.
 	replyZxid *int64
+	// buildsEarly: the owner arrives and builds on one goroutine
+	// (Endpoint), so the read-overtakes-write mutation may build a read at
+	// arrival (arrive). Set after init, before the first arrive.
+	buildsEarly bool
 }
 
 // init sizes the queue: at most capacity unanswered items (the reader
@@ -104,17 +147,18 @@ func (q *requestQueue) init(capacity, maxOOB int, replyZxid *int64) {
 	q.replyZxid = replyZxid
 }
 
-// readOvertakesWrite reports the read-overtakes-write mutation: a read is
-// built when it arrives instead of on its turn.
-func readOvertakesWrite() bool { return mutation.Enabled(mutation.ReadOvertakesWrite) }
+// readOvertakesWrite is the read-overtakes-write mutation's switch, looked
+// up once: arrive reads it on every request.
+var readOvertakesWrite = mutation.Lookup(mutation.ReadOvertakesWrite)
 
 // arrive records it, a request just decoded, before it is pushed: a read or
 // holdWrites item holds later writes back until answered. Under the
-// read-overtakes-write mutation a read is built here, at arrival, and holds
-// nothing back (on the server that is the reader goroutine, racing the
-// writer's encoder: only the simulator switches mutations on).
+// read-overtakes-write mutation, if the owner builds replies on the
+// arriving goroutine too (buildsEarly: Endpoint), a read is built here, at
+// arrival, and holds nothing back. The server's connection does not set
+// buildsEarly: its reader would build on the encoder its writer uses.
 func (q *requestQueue) arrive(it *item) {
-	if it.read && readOvertakesWrite() {
+	if it.read && q.buildsEarly && readOvertakesWrite.On() {
 		*q.replyZxid = 0
 		frame, closeAfter := it.build(it)
 		it.early = &builtReply{frame: append([]byte(nil), frame...), closeAfter: closeAfter, zxid: *q.replyZxid}
@@ -168,8 +212,17 @@ func (q *requestQueue) pop() (wakeReader bool) {
 	return q.roomWanted.Load() && q.roomWanted.Swap(false)
 }
 
-// pending is the number of items pushed and not popped.
-func (q *requestQueue) pending() int { return int(q.tail.Load() - q.head.Load()) }
+// pending is the number of items pushed and not popped. Head is loaded
+// before tail: both only grow and tail never falls behind head, so the
+// difference is never negative. To the reader and the writer it is exact
+// at their own end (the reader sees it fall, the writer rise, meanwhile);
+// another goroutine (connViews, for cons and stat) may load head, then a
+// tail that many pushes and pops moved on, so it is capped at the
+// capacity.
+func (q *requestQueue) pending() int {
+	h := q.head.Load()
+	return int(min(q.tail.Load()-h, uint64(len(q.ring))))
+}
 
 // turn builds the reply of it, the item whose turn came, ready and
 // answered (answers): a read runs now, after every earlier item of the

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,6 +20,7 @@ type queueRig struct {
 func newQueueRig(capacity int) *queueRig {
 	g := &queueRig{}
 	g.q.init(capacity, 10, &g.replyZxid)
+	g.q.buildsEarly = true // one goroutine, as Endpoint
 	return g
 }
 
@@ -179,6 +181,57 @@ func TestRequestQueueReadOvertakesWrite(t *testing.T) {
 			g.apply(w, 3)
 			g.answer(t, w)
 			require.Equal(t, []byte{tc.want}, g.answer(t, r))
+			require.True(t, g.q.mayPropose())
+		})
+	}
+}
+
+// TestRequestQueuePendingSeenFromElsewhere: pending is read by goroutines
+// other than the reader and the writer (connViews for cons and stat). While
+// a busy connection pushes and pops, such a reader must never see a count
+// below zero or above the queue's capacity.
+func TestRequestQueuePendingSeenFromElsewhere(t *testing.T) {
+	g := newQueueRig(4)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { // the reader and the writer of a busy connection, in turn
+		defer close(done)
+		it := &item{}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for range 100 {
+				g.q.push(it)
+				g.q.pop()
+			}
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for g.q.head.Load() == 0 { // the pair runs
+		runtime.Gosched()
+	}
+	for i := range 5_000_000 {
+		if n := g.q.pending(); n < 0 || n > len(g.q.ring) {
+			t.Fatalf("load %d: pending() = %d, want 0..%d (cons would print queued=%d)", i, n, len(g.q.ring), n)
+		}
+	}
+}
+
+// TestRequestQueueWriteOvertakesRead: a write may not be proposed while a
+// read before it is unanswered, unless the write-overtakes-read mutation
+// is on.
+func TestRequestQueueWriteOvertakesRead(t *testing.T) {
+	for _, mutated := range []bool{false, true} {
+		t.Run(map[bool]string{false: "fifo", true: "mutated"}[mutated], func(t *testing.T) {
+			defer mutation.Reset()
+			require.NoError(t, mutation.Set(mutation.WriteOvertakesRead, mutated))
+			g := newQueueRig(4)
+			r := g.add(t, g.read())
+			require.Equal(t, mutated, g.q.mayPropose())
+			g.answer(t, r)
 			require.True(t, g.q.mayPropose())
 		})
 	}

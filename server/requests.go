@@ -56,7 +56,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 		return false
 	}
 	if read := c.decodeRead(xid, op, body); read != nil {
-		return c.enqueue(&item{build: read, read: true})
+		return c.enqueue(readItem(read))
 	}
 	if isKnownRead(op) {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
@@ -73,13 +73,13 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 // applied one when it is written (auth replies carry 0), so later writes
 // wait until it was written (holdWrites).
 func (c *conn) enqueueReply(xid, code int32, body jute.Record, closeAfter bool) bool {
-	return c.enqueue(&item{holdWrites: true, build: func(*item) ([]byte, bool) {
+	return c.enqueue(refusalItem(func(*item) ([]byte, bool) {
 		zxid := c.srv.sm.lastZxid.Load()
 		if xid == jute.XidAuth {
 			zxid = 0
 		}
 		return c.reply(xid, zxid, code, body), closeAfter
-	}})
+	}))
 }
 
 func pingFrame(zxid int64) []byte {
@@ -150,8 +150,9 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 	if !c.waitReads() {
 		return false
 	}
-	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
-	it.build = func(it *item) ([]byte, bool) { return c.writeReply(xid, op, &it.res), false }
+	it := writeItem(time.Now().Add(writeTimeout), func(it *item) ([]byte, bool) {
+		return c.writeReply(xid, op, &it.res), false
+	})
 	e := c.ep.writeEntry(xid, op, body, *c.authIDs.Load(), c.srv.sm.treeOpts)
 	// Body aliases the read buffer, reused for the next frame once this
 	// returns: propose encodes the entry (a copy) before it returns, and e
@@ -162,6 +163,14 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 // proposeItem queues a write's item, then proposes its entry. Queueing first
 // keeps the writer from treating the connection as idle (and writing events
 // of later zxids) while this reply is owed.
+//
+// The connection may close between the push and the propose, and the
+// writer's cancelWait then runs before the waiter is registered. The waiter
+// still does not outlive the connection: this runs on the reader, whose
+// serve goroutine ends in finish, which waits for the writer and then
+// cancels the waiter of every item left in the queue (dropUnanswered); the
+// writer pops an item only once it was answered, when its waiter is gone
+// (applied hands it over, a failed propose cancels it).
 func (c *conn) proposeItem(it *item, e *entry) bool {
 	e.ReqID = c.srv.newReqID()
 	it.reqID = e.ReqID // set before the writer can see the item
@@ -203,8 +212,9 @@ func (c *conn) handleClose(xid int32) bool {
 	if !c.waitReads() {
 		return false
 	}
-	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
-	it.build = func(it *item) ([]byte, bool) { return c.reply(xid, it.res.Zxid, 0, nil), true }
+	it := writeItem(time.Now().Add(writeTimeout), func(it *item) ([]byte, bool) {
+		return c.reply(xid, it.res.Zxid, 0, nil), true
+	})
 	e := c.ep.closeEntry(xid)
 	if !c.proposeItem(it, e) {
 		return false
@@ -220,12 +230,13 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 	if jute.Unmarshal(body, &r) != nil {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
 	}
-	if !syncBarrier() {
-		return c.enqueue(&item{holdWrites: true, build: func(*item) ([]byte, bool) {
-			return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
-		}})
+	barrier := syncBarrier()
+	it := syncItem(barrier, time.Now().Add(writeTimeout), func(*item) ([]byte, bool) {
+		return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
+	})
+	if !barrier {
+		return c.enqueue(it)
 	}
-	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout), holdWrites: true}
 	// Counted in connWG: this connection's serve goroutine, counted too, is
 	// running, so Stop waits for it; Stop's cancel ends the wait.
 	c.srv.connWG.Go(func() {
@@ -234,8 +245,5 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 		_, it.err = c.srv.node.ReadIndex(ctx)
 		close(it.ready)
 	})
-	it.build = func(it *item) ([]byte, bool) {
-		return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
-	}
 	return c.enqueue(it)
 }

@@ -29,6 +29,10 @@ type Server struct {
 	log     zerolog.Logger
 	start   time.Time
 	network netseam.Network // cfg.Network, or the operating system's
+	// queueCap is each connection's request queue capacity: maxInFlight
+	// (tests set less before Start, to make the reader wait for room on
+	// every few requests).
+	queueCap int
 
 	sm      *stateMachine
 	node    *consensus.Node
@@ -87,6 +91,7 @@ func New(cfg Config, log zerolog.Logger) *Server {
 		log:      log,
 		start:    time.Now(),
 		network:  netseam.Or(cfg.Network),
+		queueCap: maxInFlight,
 		watches:  newWatchManager(),
 		tracker:  session.NewTracker(session.SystemClock{}, int64(cfg.TickTimeMs)),
 		ids:      session.NewIDGenerator(uint8(cfg.ServerID), time.Now().UnixMilli()),

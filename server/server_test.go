@@ -17,6 +17,13 @@ import (
 // startServer runs an in-process standalone server on a free loopback port.
 func startServer(t *testing.T, mutate func(*Config)) *Server {
 	t.Helper()
+	return startServerWith(t, mutate, nil)
+}
+
+// startServerWith is startServer with before run on the Server before it
+// starts (queueCap).
+func startServerWith(t *testing.T, mutate func(*Config), before func(*Server)) *Server {
+	t.Helper()
 	cfg := Default()
 	cfg.ClientPort = 0
 	cfg.ClientPortAddress = "127.0.0.1"
@@ -27,6 +34,9 @@ func startServer(t *testing.T, mutate func(*Config)) *Server {
 		mutate(&cfg)
 	}
 	s := New(cfg, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel))
+	if before != nil {
+		before(s)
+	}
 	require.NoError(t, s.Start())
 	t.Cleanup(func() { require.NoError(t, s.Stop()) })
 	return s

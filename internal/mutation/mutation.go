@@ -63,10 +63,16 @@ const (
 	// was answered (server's requestQueue.arrive), so a read pipelined
 	// behind a write of the same connection may not see it.
 	ReadOvertakesWrite Name = "read-overtakes-write"
+	// WriteOvertakesRead proposes a write at once instead of after every
+	// read, sync and refusal sent before it on its connection was answered
+	// (server's replyQueue.mayPropose), so an earlier read may show the
+	// write, or a later state, and an earlier reply carry a later zxid.
+	WriteOvertakesRead Name = "write-overtakes-read"
 )
 
 var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
-	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite}
+	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite,
+	WriteOvertakesRead}
 
 // on[i] is whether all[i] is switched on.
 var on = make([]atomic.Bool, len(all))
@@ -78,6 +84,24 @@ func All() []Name { return slices.Clone(all) }
 func Enabled(n Name) bool {
 	i := slices.Index(all, n)
 	return i >= 0 && on[i].Load()
+}
+
+// Flag is one mutation's switch, looked up once (Lookup), for code that
+// reads it on a hot path: On is a single atomic load.
+type Flag struct{ on *atomic.Bool }
+
+// On reports whether the mutation is switched on.
+func (f Flag) On() bool { return f.on.Load() }
+
+// Lookup returns the switch of mutation n, which Set and Reset change; it
+// panics on an unknown name (a programming error, caught when the package
+// that looks it up is initialised).
+func Lookup(n Name) Flag {
+	i := slices.Index(all, n)
+	if i < 0 {
+		panic(fmt.Sprintf("mutation: unknown name %q", n))
+	}
+	return Flag{on: &on[i]}
 }
 
 // Set switches mutation n on or off.

@@ -482,8 +482,10 @@ func (k *checks) finalNodes() {
 
 // FIFO client order, per connection (chkFifo): replies come in the order
 // the requests were sent, reply zxids never go backwards, a read sent after
-// a write of the connection shows it, and a watch's event comes before any
-// reply that shows the change it announces.
+// a write of the connection shows it, a write sent after a read, sync or any
+// other request of the connection is applied after it was answered (its
+// zxid is above every zxid an earlier reply carried or showed), and a
+// watch's event comes before any reply that shows the change it announces.
 
 const chkFifo = "fifo"
 
@@ -500,6 +502,11 @@ type fifoConn struct {
 	wroteData string
 	// watches set and not fired: path -> the mzxid the watching read saw
 	armed map[string]int64
+	// the highest zxid a reply to a request (not a ping) carried or showed
+	// so far, and the xid of that request: a later write's zxid is above
+	// it, or the write was applied before an earlier request was answered
+	shown    int64
+	shownXid uint64
 }
 
 // event notes a notification for path: its watch fired.
@@ -527,6 +534,19 @@ func (k *checks) fifoZxid(c *client, xid int32, zxid int64) {
 // cl's write or watch.
 func (k *checks) fifoReply(c *client, cl *call, resp *response) {
 	f := &c.order
+	// A write applied, successful, carries its own zxid; a refused one
+	// (before proposing, or at apply) may carry the applied zxid instead.
+	if resp.err == 0 && isWriteOp(cl.op) && resp.zxid <= f.shown {
+		k.w.fail(chkFifo, "client %d connection %d: write (xid %d) has zxid %#x, but the reply to xid %d, sent before it, carried or showed %#x: the write overtook it",
+			c.idx, c.connID, cl.xid, resp.zxid, f.shownXid, f.shown)
+	}
+	seen := resp.zxid
+	if resp.err == 0 && (cl.op == jute.OpSetData || cl.op == jute.OpGetData || cl.op == jute.OpExists) {
+		seen = max(seen, resp.stat.Mzxid)
+	}
+	if seen > f.shown {
+		f.shown, f.shownXid = seen, cl.xid
+	}
 	if resp.err != 0 {
 		return
 	}
@@ -558,4 +578,15 @@ func (k *checks) fifoReply(c *client, cl *call, resp *response) {
 		}
 		f.armed[cl.path] = resp.stat.Mzxid
 	}
+}
+
+// isWriteOp reports a request applied as an entry of its own (its reply
+// carries the entry's zxid).
+func isWriteOp(op int32) bool {
+	switch op {
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti, jute.OpCloseSession:
+		return true
+	}
+	return false
 }

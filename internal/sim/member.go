@@ -63,6 +63,7 @@ type mconn struct {
 	session int64
 	active  bool             // its createSession or attach applied here
 	ep      *server.Endpoint // the server's request handling, once active
+	wakeDue bool             // a pump is scheduled for it (wakeWriters)
 	notes   map[int32]string // by xid: the node a tracked write is about (checkers)
 }
 
@@ -196,7 +197,26 @@ func (s stateMachine) Apply(index, term uint64, data []byte) error {
 	}
 	m.applied, m.lastNoZxid = index, false
 	m.w.chk.applied(m, index)
+	m.wakeWriters()
 	return nil
+}
+
+// wakeWriters pumps, after an apply, each connection the server's writer
+// would wake for: conn.notify wakes it for a notification the apply queued
+// (pump otherwise runs only on the connection's own requests and their
+// outcomes). Each pump is an event of its own, at once: not inside the
+// Core's apply, as pump may propose.
+func (m *member) wakeWriters() {
+	for _, c := range m.sortedConns() {
+		if c.ep == nil || c.wakeDue || !c.ep.Wake() {
+			continue
+		}
+		c.wakeDue = true
+		m.w.after(0, func() {
+			c.wakeDue = false
+			m.pump(c)
+		})
+	}
 }
 
 func (s stateMachine) Snapshot() ([]byte, error) {
@@ -611,6 +631,9 @@ func (m *member) sortedConns() []*mconn {
 
 func (m *member) closeConn(c *mconn) {
 	delete(m.conns, c.id)
+	if c.ep != nil {
+		c.ep.Close() // its watches go, as when the server's connection ends
+	}
 	cl, id := c.client, c.id
 	m.w.after(m.w.between(100*time.Microsecond, 2*time.Millisecond), func() { cl.connLost(id) })
 }
@@ -771,7 +794,7 @@ func (m *member) handle(c *client, r *request) {
 				return
 			}
 			conn.active = true
-			conn.ep = m.rep.NewEndpoint(conn.session, conn.id, nil, treeOptions, juteMaxBuffer)
+			conn.ep = m.rep.NewEndpoint(conn.session, conn.id, nil, treeOptions, juteMaxBuffer, m.tracker.IsClosing)
 		})
 		return
 	}
@@ -812,6 +835,11 @@ func (m *member) pump(conn *mconn) {
 				return
 			case st.Propose != nil:
 				m.proposeStep(conn, st)
+				if st.Op == jute.OpCloseSession && m.pending[st.Propose.ReqID] != nil {
+					// As the server's handleClose, once the close is proposed:
+					// the session's writes are refused from now on.
+					m.tracker.SetClosing(conn.session)
+				}
 			case st.Sync:
 				m.syncStep(conn, st)
 			}
