@@ -3,6 +3,7 @@ package consensus
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -92,6 +93,8 @@ type Core struct {
 	changes      []*MemberChange // membership changes; the first one runs
 	sendBuf      []*pb.Message   // reused by sendAppends
 	parallel     bool            // CoreOptions.ParallelApply
+	inbox        Inbox           // CoreOptions.Inbox
+	inboxBuf     []*pb.Message   // reused by stepWhileWriting
 	observers    map[uint64]bool // learners by id: true for an observer (observers.go)
 }
 
@@ -114,6 +117,23 @@ type CoreOptions struct {
 	// concurrently with Storage.Write (never with another Core method).
 	// False: they run one after the other, apply first (the simulator).
 	ParallelApply bool
+	// Inbox, with ParallelApply, hands HandleReady the peer messages that
+	// arrive while a Ready's write runs: it steps them then, and applies
+	// the entries they commit that are durable already (stepWhileWriting),
+	// so a quorum's acknowledgement is applied and answered without
+	// waiting for this member's next write. Nil: messages wait for the
+	// owner to Step them between Readys.
+	Inbox Inbox
+}
+
+// Inbox holds peer messages waiting for the Core (Node's queue).
+type Inbox interface {
+	// Wake is signalled (capacity one, never closed) once a message is
+	// queued; it may also fire with none waiting.
+	Wake() <-chan struct{}
+	// TakeSteps removes the queued peer messages, in arrival order, and
+	// appends them to buf. Other queued work stays queued.
+	TakeSteps(buf []*pb.Message) []*pb.Message
 }
 
 // NewCore loads the durable state from opts.Storage, restores the latest
@@ -141,6 +161,7 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 		now:       opts.Now,
 		onReads:   opts.OnReadStates,
 		parallel:  opts.ParallelApply,
+		inbox:     opts.Inbox,
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -374,8 +395,12 @@ func (c *Core) HandleReady() error {
 	}
 	committed := rd.CommittedEntries
 	if !hasSnap {
-		if committed, err = c.applyDurable(rd, lastDurable); err != nil {
+		var sent bool
+		if committed, sent, err = c.applyDurable(rd, lastDurable, msgs, !early); err != nil {
 			return err
+		}
+		if sent {
+			msgs = nil
 		}
 	} else if err := c.persist(rd, hasSnap); err != nil {
 		return err
@@ -396,7 +421,8 @@ func (c *Core) HandleReady() error {
 		return fmt.Errorf("append entries to raft storage: %w", err)
 	}
 
-	// 3. Send: only now is everything the messages promise durable.
+	// 3. Send: only now is everything the messages promise durable (unless
+	// applyDurable sent them as soon as the write returned).
 	if !early {
 		c.send(msgs)
 	}
@@ -469,33 +495,137 @@ func (c *Core) send(msgs []*pb.Message) {
 // apply after the write (and the mirror into MemoryStorage). The entries
 // applied early are committed and durable here: raft never overwrites a
 // committed entry, and the MemoryStorage mirror holds only durable ones.
-func (c *Core) applyDurable(rd raft.Ready, lastDurable uint64) ([]*pb.Entry, error) {
+//
+// With send, msgs (the Ready's messages that wait for its write, among
+// them a follower's append acknowledgements) are handed to the Transport
+// by the writing goroutine as soon as the write returned, without waiting
+// for the apply running meanwhile; sent reports that it did so. They vouch
+// only for what that write made durable, and they leave after it.
+func (c *Core) applyDurable(rd raft.Ready, lastDurable uint64, msgs []*pb.Message, send bool) (rest []*pb.Entry, sent bool, err error) {
 	ents := rd.CommittedEntries
 	n := 0
 	for n < len(ents) && ents[n].GetIndex() <= lastDurable && ents[n].GetType() == pb.EntryNormal {
 		n++
 	}
-	if n == 0 {
-		return ents, c.persist(rd, false)
-	}
 	var perr, aerr error
-	if c.parallel && (len(rd.Entries) > 0 || rd.MustSync) {
+	switch {
+	case c.parallel && (len(rd.Entries) > 0 || rd.MustSync) && (n > 0 || c.inbox != nil):
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			perr = c.persist(rd, false)
+			if perr = c.persist(rd, false); perr == nil && send {
+				// Persist before send holds: the write returned.
+				c.send(msgs)
+			}
 		}()
 		aerr = c.applyCommitted(ents[:n])
+		if aerr == nil && c.inbox != nil {
+			aerr = c.stepWhileWriting(done, lastDurable)
+		}
 		<-done
-	} else {
+		sent = send && perr == nil
+	case n == 0:
+		perr = c.persist(rd, false)
+	default:
 		if aerr = c.applyCommitted(ents[:n]); aerr == nil {
 			perr = c.persist(rd, false)
 		}
 	}
 	if err := errors.Join(aerr, perr); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return ents[n:], nil
+	return ents[n:], sent, nil
+}
+
+// stepWhileWriting runs on the Core's goroutine while a Ready's write runs
+// (until written is closed): it steps the peer messages the Inbox queued
+// meanwhile, and applies the entries they commit, up to lastDurable (what
+// the MemoryStorage mirror holds, all durable) and before the first conf
+// change, so that a quorum's acknowledgement is applied (and the clients
+// answered) while the next batch is written. raft takes messages between
+// Ready and Advance (raft.Node does the same); what they make it send waits
+// for the next Ready.
+//
+// Applying from the mirror is safe only while raft's log up to lastDurable
+// is the mirror's: so only as long as this member's raft state and term
+// are those of the start of the write (a leader never rewrites its own
+// log; a follower's log changes at a new term or a snapshot), and no
+// stepped MsgSnap or MsgApp could have replaced a mirrored entry (an
+// entry at or below lastDurable whose term differs from the mirror's).
+// Once that fails, the rest waits for the next Ready, as without an Inbox.
+func (c *Core) stepWhileWriting(written <-chan struct{}, lastDurable uint64) error {
+	st := c.rn.BasicStatus()
+	term, state := st.GetTerm(), st.RaftState
+	keep := true
+	for {
+		select {
+		case <-written:
+			return nil
+		case <-c.inbox.Wake():
+		}
+		c.inboxBuf = c.inbox.TakeSteps(c.inboxBuf[:0])
+		if len(c.inboxBuf) == 0 {
+			continue
+		}
+		for i, m := range c.inboxBuf {
+			keep = keep && c.keepsMirror(m, lastDurable)
+			if err := c.Step(m); err != nil {
+				c.lg.Debug().Err(err).Uint64("from", m.GetFrom()).Str("type", m.GetType().String()).Msg("step message")
+			}
+			c.inboxBuf[i] = nil
+		}
+		if !keep {
+			continue
+		}
+		st = c.rn.BasicStatus()
+		if st.GetTerm() != term || st.RaftState != state {
+			keep = false
+			continue
+		}
+		if err := c.applyMirrored(min(st.GetCommit(), lastDurable)); err != nil {
+			return err
+		}
+	}
+}
+
+// keepsMirror reports whether stepping m leaves raft's log at or below
+// lastDurable as the MemoryStorage mirror holds it (see stepWhileWriting).
+func (c *Core) keepsMirror(m *pb.Message, lastDurable uint64) bool {
+	switch m.GetType() {
+	case pb.MsgSnap:
+		return false
+	case pb.MsgApp:
+		for _, e := range m.GetEntries() {
+			idx := e.GetIndex()
+			if idx > lastDurable {
+				break
+			}
+			if t, err := c.mem.Term(idx); err != nil || t != e.GetTerm() {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// applyMirrored applies the committed entries after the applied index up to
+// hi from the MemoryStorage mirror (durable), stopping before the first
+// that is not an EntryNormal (conf changes are applied from a Ready). The
+// next Ready hands them over again; applyCommitted skips them.
+func (c *Core) applyMirrored(hi uint64) error {
+	applied := c.applied.get()
+	if hi <= applied {
+		return nil
+	}
+	ents, err := c.mem.Entries(applied+1, hi+1, math.MaxUint64)
+	if err != nil {
+		return nil // compacted or unavailable: the next Ready applies them
+	}
+	n := 0
+	for n < len(ents) && ents[n].GetType() == pb.EntryNormal {
+		n++
+	}
+	return c.applyCommitted(ents[:n])
 }
 
 // persist writes the durable part of rd. A HardState that only moves the

@@ -73,41 +73,85 @@ type proposal struct {
 
 // opQueue hands work to the loop: every op queued while the loop was busy
 // runs in its next iteration, before the Readys they cause are handled, so
-// concurrent proposals share one fsync (group commit).
+// concurrent proposals share one fsync (group commit). Peer messages are
+// queued as such: the Core also takes them while a write runs (Inbox).
 type opQueue struct {
-	mu    sync.Mutex
-	ops   []func(*Node)
-	steps int // queued peer messages
-	wake  chan struct{}
+	mu       sync.Mutex
+	ops      []queuedOp
+	steps    int // queued peer messages
+	wake     chan struct{}
+	stepWake chan struct{} // signalled when a peer message is queued
 }
 
-// push queues op; a peer message (step) is dropped, reporting false, when
-// maxQueuedSteps are queued already.
-func (q *opQueue) push(op func(*Node), step bool) bool {
+// queuedOp is a function for the loop, or a peer message to step (msg set).
+type queuedOp struct {
+	fn  func(*Node)
+	msg *pb.Message
+}
+
+// push queues op.
+func (q *opQueue) push(op func(*Node)) {
 	q.mu.Lock()
-	if step {
-		if q.steps >= maxQueuedSteps {
-			q.mu.Unlock()
-			return false
-		}
-		q.steps++
-	}
-	q.ops = append(q.ops, op)
+	q.ops = append(q.ops, queuedOp{fn: op})
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
+	signal(q.wake)
+}
+
+// pushStep queues a peer message; it is dropped, reporting false, when
+// maxQueuedSteps are queued already.
+func (q *opQueue) pushStep(m *pb.Message) bool {
+	q.mu.Lock()
+	if q.steps >= maxQueuedSteps {
+		q.mu.Unlock()
+		return false
 	}
+	q.steps++
+	q.ops = append(q.ops, queuedOp{msg: m})
+	q.mu.Unlock()
+	signal(q.wake)
+	signal(q.stepWake)
 	return true
 }
 
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
 // take returns the queued ops, reusing buf.
-func (q *opQueue) take(buf []func(*Node)) []func(*Node) {
+func (q *opQueue) take(buf []queuedOp) []queuedOp {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	buf = append(buf[:0], q.ops...)
 	clear(q.ops)
 	q.ops = q.ops[:0]
+	q.steps = 0
+	return buf
+}
+
+// Wake implements Inbox.
+func (q *opQueue) Wake() <-chan struct{} { return q.stepWake }
+
+// TakeSteps implements Inbox: it removes the queued peer messages and
+// keeps the other ops queued, in order.
+func (q *opQueue) TakeSteps(buf []*pb.Message) []*pb.Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.steps == 0 {
+		return buf
+	}
+	rest := q.ops[:0]
+	for _, op := range q.ops {
+		if op.msg != nil {
+			buf = append(buf, op.msg)
+		} else {
+			rest = append(rest, op)
+		}
+	}
+	clear(q.ops[len(rest):])
+	q.ops = rest
 	q.steps = 0
 	return buf
 }
@@ -129,6 +173,7 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 		done:      make(chan struct{}),
 	}
 	n.q.wake = make(chan struct{}, 1)
+	n.q.stepWake = make(chan struct{}, 1)
 	n.reads.init()
 	n.snaps.init()
 	if err := checkNotSeeding(cfg.DataDir); err != nil {
@@ -141,7 +186,7 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 	if testWrapStorage != nil {
 		st = testWrapStorage(st)
 	}
-	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: st, OnReadStates: n.reads.deliver, ParallelApply: true})
+	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: st, OnReadStates: n.reads.deliver, ParallelApply: true, Inbox: &n.q})
 	if err != nil {
 		_ = n.store.Close()
 		return nil, err
@@ -175,7 +220,7 @@ func (n *Node) run() {
 	defer n.shutdown()
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
-	var ops []func(*Node)
+	var ops []queuedOp
 	for {
 		select {
 		case <-ticker.C:
@@ -226,11 +271,17 @@ var testWrapStorage func(Storage) Storage
 const maxEarlyRuns = 8
 
 // runQueued runs the work other goroutines queued, reusing buf.
-func (n *Node) runQueued(buf []func(*Node)) []func(*Node) {
+func (n *Node) runQueued(buf []queuedOp) []queuedOp {
 	buf = n.q.take(buf)
 	for i, op := range buf {
-		op(n)
-		buf[i] = nil
+		if op.msg != nil {
+			if err := n.core.Step(op.msg); err != nil {
+				n.lg.Debug().Err(err).Uint64("from", op.msg.GetFrom()).Str("type", op.msg.GetType().String()).Msg("step message")
+			}
+		} else {
+			op.fn(n)
+		}
+		buf[i] = queuedOp{}
 	}
 	return buf
 }
@@ -249,7 +300,7 @@ func (n *Node) shutdown() {
 // and waits for raft to accept or drop it.
 func (n *Node) propose(ctx context.Context, fn func(*Core) error) error {
 	p := &proposal{ctx: ctx, fn: fn, errC: make(chan error, 1)}
-	n.q.push(func(n *Node) { n.stepProposal(p) }, false)
+	n.q.push(func(n *Node) { n.stepProposal(p) })
 	select {
 	case err := <-p.errC:
 		return n.mapErr(err)
@@ -365,11 +416,7 @@ func (n *Node) Step(_ context.Context, m *pb.Message) error {
 	if m.GetType() == pb.MsgProp && n.core.Lead() == 0 {
 		return ErrNoLeader
 	}
-	if !n.q.push(func(n *Node) {
-		if err := n.core.Step(m); err != nil {
-			n.lg.Debug().Err(err).Uint64("from", m.GetFrom()).Str("type", m.GetType().String()).Msg("step message")
-		}
-	}, true) {
+	if !n.q.pushStep(m) {
 		return errStepQueueFull
 	}
 	return nil
@@ -381,12 +428,12 @@ var errStepQueueFull = errors.New("consensus: too many peer messages queued, mes
 
 // ReportUnreachable implements MessageHandler.
 func (n *Node) ReportUnreachable(id uint64) {
-	n.q.push(func(n *Node) { n.core.ReportUnreachable(id) }, false)
+	n.q.push(func(n *Node) { n.core.ReportUnreachable(id) })
 }
 
 // ReportSnapshot implements MessageHandler.
 func (n *Node) ReportSnapshot(id uint64, failed bool) {
-	n.q.push(func(n *Node) { n.core.ReportSnapshot(id, failed) }, false)
+	n.q.push(func(n *Node) { n.core.ReportSnapshot(id, failed) })
 }
 
 var _ MessageHandler = (*Node)(nil)
