@@ -44,7 +44,14 @@
 // share one fsync (group commit) and the next batch is written while the
 // last is applied: Core.HandleReady (CoreOptions.ParallelApply) writes on
 // a goroutine it starts and waits for while it applies committed entries
-// that were durable already. Propose,
+// that were durable already. That goroutine hands the Ready's messages
+// (a follower's acknowledgements) to the Transport as soon as the write
+// returned, not after the apply. While it waits, the Core steps the peer
+// messages queued meanwhile (CoreOptions.Inbox, Node's queue) and applies
+// the entries a quorum's acknowledgement committed that its mirror holds
+// (Core.stepWhileWriting), so a reply does not wait for the next write. A
+// follower that knows its leader forwards a proposal to it from Propose's
+// caller (Node.forward), not with the next Ready. Propose,
 // ReadIndex, WaitApplied, Status and the MessageHandler methods may be
 // called from any goroutine; MessageHandler.Step only queues and never
 // blocks the transport's reader. The Transport's own goroutines call the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -51,6 +52,10 @@ type Node struct {
 
 	// Owned by the loop goroutine.
 	held []*proposal // proposals waiting for a leader
+
+	// queuedProposals counts proposals queued for the loop or held; while
+	// any are, forward does not overtake them.
+	queuedProposals atomic.Int64
 
 	stopOnce sync.Once
 	stopc    chan struct{} // closed by Stop
@@ -186,7 +191,11 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 	if testWrapStorage != nil {
 		st = testWrapStorage(st)
 	}
-	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: st, OnReadStates: n.reads.deliver, ParallelApply: true, Inbox: &n.q})
+	var inbox Inbox = &n.q
+	if testNoInbox {
+		inbox = nil
+	}
+	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: st, OnReadStates: n.reads.deliver, ParallelApply: true, Inbox: inbox})
 	if err != nil {
 		_ = n.store.Close()
 		return nil, err
@@ -266,6 +275,14 @@ func (n *Node) run() {
 // testWrapStorage, set only by tests, wraps the Storage Start hands the Core.
 var testWrapStorage func(Storage) Storage
 
+// testNoForward, set only by benchmarks, leaves forwarding proposals to
+// raft (forward reports false).
+var testNoForward bool
+
+// testNoInbox, set only by benchmarks, starts the Core without an Inbox
+// (peer messages wait for the next Ready), to measure what it saves.
+var testNoInbox bool
+
 // maxEarlyRuns bounds how often one loop iteration runs queued work
 // between two Readys before it returns to the ticker and Stop.
 const maxEarlyRuns = 8
@@ -300,7 +317,11 @@ func (n *Node) shutdown() {
 // and waits for raft to accept or drop it.
 func (n *Node) propose(ctx context.Context, fn func(*Core) error) error {
 	p := &proposal{ctx: ctx, fn: fn, errC: make(chan error, 1)}
-	n.q.push(func(n *Node) { n.stepProposal(p) })
+	n.queuedProposals.Add(1)
+	n.q.push(func(n *Node) {
+		n.queuedProposals.Add(-1)
+		n.stepProposal(p)
+	})
 	select {
 	case err := <-p.errC:
 		return n.mapErr(err)
@@ -318,6 +339,7 @@ func (n *Node) stepProposal(p *proposal) {
 		return // the caller gave up
 	}
 	if n.core.Lead() == 0 {
+		n.queuedProposals.Add(1) // until retryHeld steps it
 		n.held = append(n.held, p)
 		return
 	}
@@ -331,6 +353,7 @@ func (n *Node) retryHeld() {
 	}
 	held := n.held
 	n.held = nil
+	n.queuedProposals.Add(-int64(len(held)))
 	for _, p := range held {
 		n.stepProposal(p)
 	}
@@ -340,7 +363,9 @@ func (n *Node) retryHeld() {
 // not when it is committed: watch StateMachine.Apply for that. A proposal
 // can still be lost (leader change); callers time out and retry. If the
 // leader is lost while the call is in flight, it waits for a new leader
-// until ctx is done. On a follower raft forwards the proposal. Errors:
+// until ctx is done. A follower that knows its leader forwards the
+// proposal itself (forward) and returns once it is queued for the leader;
+// otherwise raft forwards it. Errors:
 // ErrEmptyProposal, ErrStopped, ErrNoLeader, ctx.Err(), or a wrapped
 // raft.ErrProposalDropped when the leader sheds load.
 func (n *Node) Propose(ctx context.Context, data []byte) error {
@@ -352,10 +377,33 @@ func (n *Node) Propose(ctx context.Context, data []byte) error {
 		return ErrStopped
 	default:
 	}
-	if n.core.Lead() == 0 {
+	lead := n.core.Lead()
+	if lead == 0 {
 		return ErrNoLeader
 	}
+	if n.forward(lead, data) {
+		return nil
+	}
 	return n.propose(ctx, func(c *Core) error { return c.Propose(data) })
+}
+
+// forward hands data, on a follower that knows its leader, to the
+// Transport as the MsgProp raft would forward, from the caller's goroutine:
+// raft's copy would leave only with the next Ready, after the write
+// running meanwhile, and a MsgProp vouches for nothing on this member's
+// disk. It reports false where raft must decide: on a leader, on a
+// single member, and while proposals wait for a leader (held) or for the
+// loop. Proposals of one caller keep their order (one connection to the
+// leader, sent in call order); across a leader change they may be lost or
+// overtaken, as raft's forwarded ones may be (the server's per-connection
+// order check refuses an overtaking write).
+func (n *Node) forward(lead uint64, data []byte) bool {
+	if n.transport == nil || testNoForward || lead == n.cfg.ID || n.core.IsLeader() || n.queuedProposals.Load() > 0 {
+		return false
+	}
+	n.transport.Send([]*pb.Message{{Type: pb.MsgProp.Enum(), From: new(n.cfg.ID), To: new(lead),
+		Entries: []*pb.Entry{{Type: pb.EntryNormal.Enum(), Data: data}}}})
+	return true
 }
 
 // WaitApplied blocks until this member has applied index, ctx is done, or
