@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zkraft/zkraft/internal/mutation"
@@ -95,6 +96,7 @@ type Core struct {
 	parallel     bool            // CoreOptions.ParallelApply
 	inbox        Inbox           // CoreOptions.Inbox
 	inboxBuf     []*pb.Message   // reused by stepWhileWriting
+	toldCommit   uint64          // highest commit index tellCommit sent
 	observers    map[uint64]bool // learners by id: true for an observer (observers.go)
 }
 
@@ -585,7 +587,41 @@ func (c *Core) stepWhileWriting(written <-chan struct{}, lastDurable uint64) err
 		if err := c.applyMirrored(min(st.GetCommit(), lastDurable)); err != nil {
 			return err
 		}
+		if state == raft.StateLeader {
+			c.tellCommit(st.GetCommit(), term)
+		}
 	}
+}
+
+// tellCommit, on the leader while it writes (stepWhileWriting), tells the
+// followers it replicates to that the commit index advanced to commit, so
+// that they apply (and answer their clients) without waiting for the
+// leader's next Ready, which raft's own message carrying it waits for. The
+// message is an empty MsgApp at the follower's match index (with its term
+// in the leader's log, which the mirror holds) or commit if lower: raft's
+// follower then commits up to that index and answers with what the leader
+// knows already. It vouches for nothing on the leader's disk: the commit
+// index is a quorum's, and raft sends its appends before its write too.
+func (c *Core) tellCommit(commit, term uint64) {
+	if c.transport == nil || commit <= c.toldCommit {
+		return
+	}
+	c.toldCommit = commit
+	c.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if id == c.cfg.ID || pr.State != tracker.StateReplicate || pr.Match == 0 {
+			return
+		}
+		idx := min(pr.Match, commit)
+		t, err := c.mem.Term(idx)
+		if err != nil {
+			return // not mirrored (or compacted): raft's next append tells it
+		}
+		c.sendBuf = append(c.sendBuf, &pb.Message{Type: pb.MsgApp.Enum(), From: new(c.cfg.ID), To: new(id),
+			Term: new(term), Index: new(idx), LogTerm: new(t), Commit: new(commit)})
+	})
+	c.send(c.sendBuf)
+	clear(c.sendBuf)
+	c.sendBuf = c.sendBuf[:0]
 }
 
 // keepsMirror reports whether stepping m leaves raft's log at or below

@@ -188,7 +188,8 @@ func (*recordSM) Restore(uint64, []byte) error { return nil }
 // TestLeaderAppliesAckDuringNextWrite: a leader that receives the
 // acknowledgement making entry a committed while it writes the next entry
 // b applies a before that write returns (Inbox), and never b before its
-// write.
+// write; it tells the follower it replicates to the new commit index then
+// too (tellCommit).
 func TestLeaderAppliesAckDuringNextWrite(t *testing.T) {
 	st := newMemStorage()
 	tr := &sentTransport{}
@@ -239,6 +240,7 @@ func TestLeaderAppliesAckDuringNextWrite(t *testing.T) {
 	handle() // writes a, sends it to 2 and 3
 	a := st.lastIndex()
 	var during []string
+	var told []uint64
 	st.onWrite = func(w *WriteBatch) {
 		if len(w.Entries) == 0 || string(w.Entries[0].GetData()) != "b" {
 			return
@@ -247,10 +249,17 @@ func TestLeaderAppliesAckDuringNextWrite(t *testing.T) {
 		inbox.deliver(t, &pb.Message{Type: pb.MsgAppResp.Enum(), From: new(uint64(2)), To: new(uint64(1)),
 			Term: new(c.Term()), Index: new(a)})
 		during = sm.applied()
+		for _, m := range tr.take() {
+			if m.GetType() == pb.MsgApp && len(m.GetEntries()) == 0 && m.GetCommit() == a {
+				told = append(told, m.GetTo())
+				require.Equal(t, a, m.GetIndex(), "at 2's match index")
+			}
+		}
 	}
 	require.NoError(t, c.Propose([]byte("b")))
 	require.NoError(t, c.HandleReady())
 	require.Equal(t, []string{"a"}, during, "a applied while b was written")
+	require.Equal(t, []uint64{2}, told, "the commit told, while b was written, to 2 (3 is probed, not replicated to)")
 	require.Equal(t, a, c.AppliedIndex())
 	// The next Ready hands a over again (skipped) and sends the commit.
 	handle()
@@ -300,4 +309,43 @@ func TestFollowerKeepsConflictingEntriesUnapplied(t *testing.T) {
 	handle()
 	require.Nil(t, st.onWrite, "the term was written")
 	require.Equal(t, []string{"new4", "new5"}, sm.applied())
+}
+
+// TestFollowerAppliesCommitDuringWrite: a follower told, while it writes
+// entry b, that entry a (durable) is committed (the leader's tellCommit)
+// applies a before that write returns.
+func TestFollowerAppliesCommitDuringWrite(t *testing.T) {
+	st := newMemStorage()
+	sm := &recordSM{}
+	inbox := newTestInbox()
+	peers := []Peer{{ID: 1}, {ID: 2}, {ID: 3}}
+	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: &sentTransport{}, Logger: zerolog.Nop()}, sm,
+		CoreOptions{Storage: st, ParallelApply: true, Inbox: inbox})
+	require.NoError(t, err)
+	handle := func() {
+		for c.HasReady() {
+			require.NoError(t, c.HandleReady())
+		}
+	}
+	handle()
+	app := func(index, logTerm, commit uint64, ents ...*pb.Entry) *pb.Message {
+		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
+			Term: new(uint64(2)), Index: new(index), LogTerm: new(logTerm), Commit: new(commit), Entries: ents}
+	}
+	ent := func(i uint64, d string) *pb.Entry {
+		return &pb.Entry{Index: new(i), Term: new(uint64(2)), Type: pb.EntryNormal.Enum(), Data: []byte(d)}
+	}
+	require.NoError(t, c.Step(app(3, 1, 3, ent(4, "a"))))
+	handle()
+	var during []string
+	st.onWrite = func(w *WriteBatch) {
+		if len(w.Entries) > 0 && string(w.Entries[0].GetData()) == "b" {
+			inbox.deliver(t, app(4, 2, 4))
+			during = sm.applied()
+		}
+	}
+	require.NoError(t, c.Step(app(4, 2, 3, ent(5, "b"))))
+	handle()
+	require.Equal(t, []string{"a"}, during, "a applied while b was written")
+	require.Equal(t, []string{"a"}, sm.applied(), "b is not committed")
 }
