@@ -165,6 +165,9 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 		parallel:  opts.ParallelApply,
 		inbox:     opts.Inbox,
 	}
+	if c.transport == nil {
+		c.inbox = nil // a single member receives no messages
+	}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -522,7 +525,7 @@ func (c *Core) applyDurable(rd raft.Ready, lastDurable uint64, msgs []*pb.Messag
 		}()
 		aerr = c.applyCommitted(ents[:n])
 		if aerr == nil && c.inbox != nil {
-			aerr = c.stepWhileWriting(done, lastDurable)
+			aerr = c.stepWhileWriting(done, lastDurable, rd.Entries)
 		}
 		<-done
 		sent = send && perr == nil
@@ -555,7 +558,7 @@ func (c *Core) applyDurable(rd raft.Ready, lastDurable uint64, msgs []*pb.Messag
 // stepped MsgSnap or MsgApp could have replaced a mirrored entry (an
 // entry at or below lastDurable whose term differs from the mirror's).
 // Once that fails, the rest waits for the next Ready, as without an Inbox.
-func (c *Core) stepWhileWriting(written <-chan struct{}, lastDurable uint64) error {
+func (c *Core) stepWhileWriting(written <-chan struct{}, lastDurable uint64, writing []*pb.Entry) error {
 	st := c.rn.BasicStatus()
 	term, state := st.GetTerm(), st.RaftState
 	keep := true
@@ -588,7 +591,7 @@ func (c *Core) stepWhileWriting(written <-chan struct{}, lastDurable uint64) err
 			return err
 		}
 		if state == raft.StateLeader {
-			c.tellCommit(st.GetCommit(), term)
+			c.tellCommit(st.GetCommit(), term, writing)
 		}
 	}
 }
@@ -597,12 +600,15 @@ func (c *Core) stepWhileWriting(written <-chan struct{}, lastDurable uint64) err
 // followers it replicates to that the commit index advanced to commit, so
 // that they apply (and answer their clients) without waiting for the
 // leader's next Ready, which raft's own message carrying it waits for. The
-// message is an empty MsgApp at the follower's match index (with its term
-// in the leader's log, which the mirror holds) or commit if lower: raft's
-// follower then commits up to that index and answers with what the leader
-// knows already. It vouches for nothing on the leader's disk: the commit
-// index is a quorum's, and raft sends its appends before its write too.
-func (c *Core) tellCommit(commit, term uint64) {
+// message is an empty MsgApp at the follower's match index, or commit if
+// lower, with that entry's term in the leader's log (from the mirror, or
+// writing, the entries of the write running): raft's follower then
+// commits up to that index and answers with what the leader knows
+// already. It vouches for nothing on the leader's disk: the commit index
+// is a quorum's (which may be the followers' without the leader's write),
+// and raft sends its appends before its write too. A leader's log is only
+// appended to in its term, so the terms it reads are its log's.
+func (c *Core) tellCommit(commit, term uint64, writing []*pb.Entry) {
 	if c.transport == nil || commit <= c.toldCommit {
 		return
 	}
@@ -614,7 +620,10 @@ func (c *Core) tellCommit(commit, term uint64) {
 		idx := min(pr.Match, commit)
 		t, err := c.mem.Term(idx)
 		if err != nil {
-			return // not mirrored (or compacted): raft's next append tells it
+			if len(writing) == 0 || idx < writing[0].GetIndex() || idx > writing[len(writing)-1].GetIndex() {
+				return // compacted: raft's next append tells it
+			}
+			t = writing[idx-writing[0].GetIndex()].GetTerm()
 		}
 		c.sendBuf = append(c.sendBuf, &pb.Message{Type: pb.MsgApp.Enum(), From: new(c.cfg.ID), To: new(id),
 			Term: new(term), Index: new(idx), LogTerm: new(t), Commit: new(commit)})

@@ -185,12 +185,11 @@ func (s *recordSM) applied() []string {
 func (*recordSM) Snapshot() ([]byte, error)    { return nil, nil }
 func (*recordSM) Restore(uint64, []byte) error { return nil }
 
-// TestLeaderAppliesAckDuringNextWrite: a leader that receives the
-// acknowledgement making entry a committed while it writes the next entry
-// b applies a before that write returns (Inbox), and never b before its
-// write; it tells the follower it replicates to the new commit index then
-// too (tellCommit).
-func TestLeaderAppliesAckDuringNextWrite(t *testing.T) {
+// startTestLeader makes member 1 of three the leader, with ParallelApply
+// and a testInbox, members in responders answering its votes and appends
+// (stepped between Readys); the others never answer. handle handles every
+// Ready.
+func startTestLeader(t *testing.T, responders ...uint64) (*Core, *memStorage, *sentTransport, *recordSM, *testInbox, func()) {
 	st := newMemStorage()
 	tr := &sentTransport{}
 	sm := &recordSM{}
@@ -199,14 +198,12 @@ func TestLeaderAppliesAckDuringNextWrite(t *testing.T) {
 	c, err := NewCore(Config{ID: 1, Peers: peers, Transport: tr, Logger: zerolog.Nop()}, sm,
 		CoreOptions{Storage: st, ParallelApply: true, Inbox: inbox})
 	require.NoError(t, err)
-	// respond answers member 2's part: votes and acknowledgements of
-	// everything sent to it (stepped between Readys).
 	respond := func() {
 		for _, m := range tr.take() {
-			if m.GetTo() != 2 {
+			if !slices.Contains(responders, m.GetTo()) {
 				continue
 			}
-			r := &pb.Message{From: new(uint64(2)), To: new(uint64(1)), Term: new(m.GetTerm())}
+			r := &pb.Message{From: new(m.GetTo()), To: new(uint64(1)), Term: new(m.GetTerm())}
 			switch m.GetType() {
 			case pb.MsgPreVote:
 				r.Type = pb.MsgPreVoteResp.Enum()
@@ -235,7 +232,50 @@ func TestLeaderAppliesAckDuringNextWrite(t *testing.T) {
 	handle()
 	require.True(t, c.IsLeader())
 	require.Equal(t, c.AppliedIndex(), st.lastIndex(), "the leader's empty entry is applied")
+	return c, st, tr, sm, inbox, handle
+}
 
+// TestLeaderTellsCommitOfEntryItWrites: both followers acknowledge entry b
+// while the leader still writes it: b is committed (a quorum has it
+// durable) and the leader tells them so at once, with b's term from the
+// write, but applies b only after its own write.
+func TestLeaderTellsCommitOfEntryItWrites(t *testing.T) {
+	c, st, tr, sm, inbox, handle := startTestLeader(t, 2, 3)
+	var during []string
+	told := map[uint64]uint64{}
+	st.onWrite = func(w *WriteBatch) {
+		if len(w.Entries) == 0 || string(w.Entries[0].GetData()) != "b" {
+			return
+		}
+		b := w.Entries[0].GetIndex()
+		for _, id := range []uint64{2, 3} {
+			inbox.deliver(t, &pb.Message{Type: pb.MsgAppResp.Enum(), From: new(id), To: new(uint64(1)),
+				Term: new(c.Term()), Index: new(b)})
+		}
+		during = sm.applied()
+		for _, m := range tr.take() {
+			if m.GetType() == pb.MsgApp && len(m.GetEntries()) == 0 && m.GetCommit() == b {
+				require.Equal(t, w.Entries[0].GetTerm(), m.GetLogTerm())
+				told[m.GetTo()] = m.GetIndex()
+			}
+		}
+	}
+	require.NoError(t, c.Propose([]byte("b")))
+	require.NoError(t, c.HandleReady())
+	b := st.lastIndex()
+	require.Empty(t, during, "b applied before the leader's write returned")
+	require.Equal(t, map[uint64]uint64{2: b, 3: b}, told, "both told b is committed while it was written")
+	handle()
+	require.Equal(t, []string{"b"}, sm.applied())
+}
+
+// TestLeaderAppliesAckDuringNextWrite: a leader that receives the
+// acknowledgement making entry a committed while it writes the next entry
+// b applies a before that write returns (Inbox), and never b before its
+// write; it tells the follower it replicates to the new commit index then
+// too (tellCommit).
+func TestLeaderAppliesAckDuringNextWrite(t *testing.T) {
+	c, st, tr, sm, inbox, handle := startTestLeader(t, 2)
 	require.NoError(t, c.Propose([]byte("a")))
 	handle() // writes a, sends it to 2 and 3
 	a := st.lastIndex()
