@@ -37,7 +37,11 @@ import (
 //   - Persist before send: a Ready's messages leave (Transport.Send) only
 //     after its snapshot, hard state and entries are durable (Storage.Write
 //     returned), except the leader's appends and heartbeats (MsgApp,
-//     MsgHeartbeat), which leave first (sendAppends).
+//     MsgHeartbeat), which leave first (sendAppends), and the leader's
+//     commit index told while it writes (tellCommit); none vouches for
+//     this member's disk.
+//   - Messages stepped while a write runs (stepWhileWriting) change raft
+//     only in memory; what raft sends for them leaves with a later Ready.
 //   - Apply only durable committed entries, in order, never skipping one:
 //     an entry reaches StateMachine.Apply only after it was written, and
 //     only as the successor of the applied index; an Apply error is fatal

@@ -18,6 +18,10 @@
 //     the leader's appends and heartbeats, which go first so that followers
 //     write in parallel with the leader (raft counts the leader's own copy
 //     only after its write, when Advance steps its self-acknowledgement).
+//     Two more messages vouch for nothing on the sender's disk and leave
+//     at once: a leader's empty MsgApp telling a follower the commit index
+//     (a quorum's) while it writes (Core.tellCommit), and a follower's
+//     forwarded proposal (Node.forward).
 //   - Apply only durable committed entries: an entry reaches
 //     StateMachine.Apply only after Storage.Write holding it returned.
 //   - Never skip an entry: entries are applied in index order, each the
