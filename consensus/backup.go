@@ -84,7 +84,7 @@ var ErrDataDirNotEmpty = errors.New("data directory is not empty")
 // member whose state is data, a StateMachine snapshot, recorded at (term,
 // index) with the conf state cs: the snapshot file, its metadata, the conf
 // state and a hard state of that term committed up to index, with no log
-// entries. dataDir must not hold raft.db or snap/ already. Starting a Node
+// entries. dataDir must not hold raft.db, wal/ or snap/ already. Starting a Node
 // on it restores the snapshot and continues after index. While it writes,
 // dataDir holds Seed's marker (seedMarker): Start refuses a directory whose
 // restore did not finish.
@@ -95,7 +95,7 @@ func CreateFromSnapshot(dataDir string, term, index uint64, cs *pb.ConfState, da
 	if len(cs.GetVoters()) == 0 {
 		return errors.New("conf state without voters")
 	}
-	for _, name := range []string{dbFileName, snapDirName, seedMarker} {
+	for _, name := range []string{dbFileName, walDirName, snapDirName, seedMarker} {
 		if _, err := os.Lstat(filepath.Join(dataDir, name)); err == nil {
 			return fmt.Errorf("%w: %s exists", ErrDataDirNotEmpty, filepath.Join(dataDir, name))
 		} else if !errors.Is(err, os.ErrNotExist) {

@@ -44,7 +44,7 @@ type Peer struct {
 type Config struct {
 	ID             uint64        // this member's id (myid); standalone uses 1
 	Peers          []Peer        // initial members including self; standalone: [{ID:1}]
-	DataDir        string        // bbolt file <DataDir>/raft.db and snapshot files <DataDir>/snap/
+	DataDir        string        // raft log <DataDir>/wal/, bbolt file <DataDir>/raft.db, snapshot files <DataDir>/snap/
 	TickInterval   time.Duration // raft logical clock period, default 100ms
 	ElectionTicks  int           // election timeout in ticks, default 10
 	HeartbeatTicks int           // heartbeat period in ticks, default 1

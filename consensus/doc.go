@@ -1,5 +1,5 @@
 // Package consensus replicates opaque byte entries with raft
-// (go.etcd.io/raft/v3) and stores them with bbolt. It knows nothing about
+// (go.etcd.io/raft/v3) and stores them in a write-ahead log beside bbolt. It knows nothing about
 // ZooKeeper: the caller supplies a StateMachine that applies entries and
 // serializes/restores its state as snapshots.
 //
@@ -29,7 +29,7 @@
 //     the applied index just below the entry.
 //
 // Its seams are interfaces the production code implements too: Storage
-// (bbolt and snapshot files, storage.go and snapfile.go), Transport (TCP,
+// (WAL, bbolt and snapshot files: storage.go, wal.go, snapfile.go), Transport (TCP,
 // transport_tcp.go), the clock, and the SnapshotJob it hands out so that
 // its owner decides where serialization runs. The deterministic simulator
 // (internal/sim) drives the same Core with a simulated disk, network and
@@ -69,9 +69,12 @@
 //  1. A snapshot received from the leader is written to
 //     <DataDir>/snap/<term>-<index>.snap and fsync'd (file and directory)
 //     (Storage.SaveSnapshot).
-//  2. In ONE bbolt Update (one fsync; Storage.Write): the snapshot's
-//     metadata, the HardState and the new Entries (replacing any stored
-//     entries at or after the first new index).
+//  2. In one Storage.Write: the snapshot's metadata (bbolt, one Update)
+//     and then the HardState and the new Entries (replacing any stored
+//     entries at or after the first new index) as one WAL record with one
+//     write and one fdatasync; without a snapshot, only the WAL record.
+//     See diskStore (storage.go) for why a crash between the two steps is
+//     safe.
 //  3. The same is mirrored into raft.MemoryStorage, which raft reads.
 //  4. Messages are handed to the Transport.
 //  5. The snapshot is restored into the StateMachine, then committed
@@ -84,8 +87,9 @@
 //     index (SnapshotFreezer, a cheap copy; or Snapshot) and the snapshot is
 //     handed out as a SnapshotJob; Node runs it on the snapshotter
 //     goroutine, which serializes it, writes the
-//     file (fsync'd), records its metadata and deletes entries below
-//     index-KeepEntries in one bbolt Update, compacts MemoryStorage and keeps
+//     file (fsync'd), records its metadata in bbolt and then deletes the
+//     WAL segments holding only entries below index-KeepEntries, compacts
+//     MemoryStorage and keeps
 //     only the newest two snapshot files, all off the loop (snapshotter.go).
 //     A snapshot is also taken right after a conf change once the log has
 //     been compacted, so a joining member is sent a snapshot whose ConfState
@@ -97,8 +101,8 @@
 // # Durability invariant
 //
 // Nothing is applied, sent or acknowledged before the state it depends on
-// is fsync'd: entries reach StateMachine.Apply only after the bbolt
-// transaction holding them committed, and messages (votes, append
+// is fsync'd: entries reach StateMachine.Apply only after the WAL record
+// holding them was fdatasync'd, and messages (votes, append
 // acknowledgements) leave only after the HardState and entries they vouch
 // for are durable. bbolt's NoSync is never set. The one relaxation raft
 // permits is used: a HardState that only advances the commit index
@@ -116,8 +120,10 @@
 //
 // # Restart
 //
-// The state machine lives in memory only. Start reopens bbolt, loads the
-// hard state and the recorded snapshot (its file's CRC32C is verified; a
+// The state machine lives in memory only. Start reopens bbolt and the WAL
+// (cutting a write torn by a crash off the last segment's tail, refusing
+// any other damage with ErrCorruptLog, and upgrading a data directory whose
+// log is still in bbolt), loads the hard state and the recorded snapshot (its file's CRC32C is verified; a
 // corrupt file makes Start fail rather than skip it), calls
 // StateMachine.Restore, loads the entries after the snapshot into
 // MemoryStorage and restarts raft with Applied at the snapshot index, so raft
@@ -146,5 +152,6 @@
 //
 // # On-disk format
 //
-// See schema.go (bbolt buckets and keys) and snapfile.go (snapshot files).
+// See schema.go (files, bbolt buckets and keys), wal.go and wal_record.go
+// (WAL segments and records) and snapfile.go (snapshot files).
 package consensus

@@ -18,7 +18,9 @@ var (
 	// ErrCorruptSnapshot marks a snapshot file whose header or checksum does
 	// not verify. Start refuses to continue with such a file.
 	ErrCorruptSnapshot = errors.New("consensus: corrupt snapshot")
-	// ErrCorruptLog marks raft log entries in bbolt that cannot be decoded or
-	// are not contiguous.
+	// ErrCorruptLog marks a raft log that cannot be read completely: a bad
+	// record that is not a torn tail of the WAL's last segment, missing
+	// segments, entries that are not contiguous or disagree with the
+	// snapshot.
 	ErrCorruptLog = errors.New("consensus: corrupt raft log")
 )

@@ -266,3 +266,11 @@ func (tn *testNode) settle(t testing.TB) {
 	_, err := tn.ReadIndex(testCtx(t))
 	require.NoError(t, err)
 }
+
+// setWALSegmentSize makes stores opened during the test rotate WAL segments
+// at n bytes.
+func setWALSegmentSize(t testing.TB, n int64) {
+	old := walSegmentSize
+	walSegmentSize = n
+	t.Cleanup(func() { walSegmentSize = old })
+}

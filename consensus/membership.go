@@ -309,6 +309,18 @@ func confChange(t pb.ConfChangeType, id uint64, addr string) *pb.ConfChangeV2 {
 	return cc
 }
 
+// InConfState reports whether id is a member of configuration cs: a
+// voter, a voter of the outgoing half of a joint configuration (a member
+// being removed or demoted still votes until the joint configuration is
+// left), or a learner. A nil cs has no member. The server's liveness
+// receiver (through Node.IsMember) and the simulator's accept a member's
+// liveness reports on it.
+func InConfState(cs *pb.ConfState, id uint64) bool {
+	return isMember(cs, id) || slices.Contains(cs.GetVotersOutgoing(), id)
+}
+
+// isMember reports whether id is a voter or learner of cs, without the
+// outgoing voters of a joint configuration.
 func isMember(cs *pb.ConfState, id uint64) bool {
 	return slices.Contains(cs.GetVoters(), id) || slices.Contains(cs.GetLearners(), id)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -187,6 +186,10 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 	if n.store, err = openDiskStore(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}
+	if t := n.store.wal.torn; t.len > 0 {
+		n.lg.Warn().Str("segment", t.path).Int64("offset", t.offset).Int64("bytes", t.len).
+			Msg("cut a write torn by a crash off the raft log's tail")
+	}
 	var st Storage = n.store
 	if testWrapStorage != nil {
 		st = testWrapStorage(st)
@@ -216,12 +219,9 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 // it, and its state stops advancing).
 func (n *Node) Removed() bool { return n.core.Removed() }
 
-// IsMember reports whether id is a voter or learner in the conf state this
-// member has applied.
-func (n *Node) IsMember(id uint64) bool {
-	cs := n.core.ConfState()
-	return isMember(cs, id) || slices.Contains(cs.GetVotersOutgoing(), id)
-}
+// IsMember reports whether id is a member (InConfState) of the conf state
+// this member has applied.
+func (n *Node) IsMember(id uint64) bool { return InConfState(n.core.ConfState(), id) }
 
 // run is the loop goroutine: it ticks the Core, runs what other goroutines
 // queued, and handles every Ready that results.

@@ -63,6 +63,8 @@ func TestRestartReplaysFromLog(t *testing.T) {
 
 func TestSnapshotBoundsLogAndRestores(t *testing.T) {
 	const every, keep = 10, 5
+	// Small WAL segments, so that deleting whole segments bounds the log.
+	setWALSegmentSize(t, 512)
 	dir := t.TempDir()
 	opts := func(c *Config) { c.SnapshotEvery, c.KeepEntries = every, keep }
 	tn := startTestNode(t, dir, opts)
@@ -77,7 +79,7 @@ func TestSnapshotBoundsLogAndRestores(t *testing.T) {
 	require.LessOrEqual(t, s.LogEntries, uint64(2*(every+keep)), "in-memory log is compacted")
 	n, err := tn.store.entryCount()
 	require.NoError(t, err)
-	require.LessOrEqual(t, n, 2*(every+keep), "bbolt log is compacted")
+	require.LessOrEqual(t, n, 2*(every+keep), "the WAL is compacted")
 	require.NoError(t, tn.Stop())
 
 	files, err := listSnapFiles(filepath.Join(dir, snapDirName))
@@ -209,7 +211,11 @@ func TestStorageErrorIsFatal(t *testing.T) {
 	tn.waitLeader(t)
 	tn.sm.waitCount(t, len(tn.proposeSeq(t, "f", 3)))
 
-	// Pull the database out from under the loop: the next write fails.
+	// Pull the log and the database out from under the loop: the next
+	// write fails.
+	tn.store.mu.Lock()
+	require.NoError(t, tn.store.wal.f.Close())
+	tn.store.mu.Unlock()
 	require.NoError(t, tn.store.db.Close())
 	_ = tn.Propose(testCtx(t), []byte("lost"))
 	select {

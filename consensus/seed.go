@@ -37,7 +37,7 @@ func Seed(dataDir string, term, index uint64, voters []uint64, payload []byte) e
 	if index == 0 || term == 0 || len(voters) == 0 {
 		return fmt.Errorf("seed: index %d, term %d, %d voters: all must be positive", index, term, len(voters))
 	}
-	for _, name := range []string{dbFileName, snapDirName, seedMarker} {
+	for _, name := range []string{dbFileName, walDirName, snapDirName, seedMarker} {
 		if _, err := os.Stat(filepath.Join(dataDir, name)); !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("seed: %s already holds %s", dataDir, name)
 		}
@@ -60,7 +60,7 @@ func Seed(dataDir string, term, index uint64, voters []uint64, payload []byte) e
 	if err := s.Close(); err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
-	// Every write above is durable (fsync'd by bbolt and writeSnapFile);
+	// Every write above is durable (fsync'd by bbolt, the WAL and writeSnapFile);
 	// removing the marker makes the directory usable.
 	if err := os.Remove(marker); err != nil {
 		return fmt.Errorf("seed: %w", err)

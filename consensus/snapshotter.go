@@ -19,7 +19,7 @@ import (
 // node and stopped and waited for before storage is closed (the simulator
 // runs it inline): it serializes the view, writes and fsyncs the snapshot
 // file, records its metadata and compacts the log below I-KeepEntries in one
-// bbolt transaction, then installs the snapshot in raft's MemoryStorage. At
+// Storage.Write (bbolt, then WAL segments deleted), then installs the snapshot in raft's MemoryStorage. At
 // most one local snapshot is in flight; the loop learns that it finished
 // through the snapshotter's doneC and tells the Core (SnapshotDone).
 //

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -13,21 +14,76 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// diskStore is the durable half of the raft log: hard state, conf state,
-// snapshot metadata and log entries in bbolt, snapshot payloads in files.
-// It implements Storage. It is written by the node's loop goroutine (and
-// Start before the loop runs) and by the snapshotter, which only records
-// snapshot metadata and deletes entries below it. Every write is one bbolt Update, which fsyncs
-// before returning; bbolt serializes them.
+// diskStore is the durable half of the raft log (it implements Storage):
+// entries and hard states in the write-ahead log (wal.go), snapshot
+// metadata and the conf state in bbolt, snapshot payloads in files. It is
+// written by the node's loop goroutine (and Start before the loop runs), by
+// the goroutine Core.HandleReady persists on, and by the snapshotter; mu
+// serializes them.
+//
+// A Write takes up to three steps, in this order, each durable before the
+// next:
+//
+//  1. bbolt (one Update, if the batch has Snapshot or ConfState): the
+//     snapshot metadata and the conf state.
+//  2. WAL (one record, one write, one fdatasync, if the batch has
+//     DropAllEntries, HardState or Entries): a reset of the log to the
+//     snapshot's position for DropAllEntries, the hard state, the entries
+//     (the record truncates the log first if they overwrite entries).
+//  3. Segment deletion (DropAllEntries: every segment before the reset;
+//     CompactBelow: segments holding only entries below it).
+//
+// Invariants, and why a crash between any two steps leaves a state raft
+// accepts:
+//   - The log on disk is the snapshot (bbolt) followed by the WAL's
+//     entries above its index. Load returns WAL entries above the snapshot
+//     index only if the WAL agrees with the snapshot: it holds the entry
+//     at the snapshot's index with the snapshot's term, or it was reset to
+//     exactly that position. Otherwise (a leader's snapshot recorded in
+//     step 1 by a Write that crashed before its reset reached the WAL: raft
+//     installs a leader's snapshot only when its log does not hold that
+//     entry) the entries above are a divergent suffix and are dropped, the
+//     hard state's commit index is lowered to the snapshot index, and the
+//     state is the snapshot with an empty log: the Write's own hard state
+//     and entries are lost, which is allowed because it never returned.
+//     Open (reconcile) then appends the reset that Write did not write, so
+//     entries appended later continue after the snapshot, not after the
+//     stale suffix.
+//   - A local snapshot (SnapshotJob) is at an applied, hence durable and
+//     committed, index, so the WAL holds its entry: WAL segments are
+//     deleted (step 3) only after bbolt recorded the snapshot, only below
+//     CompactBelow <= the snapshot index, and never the segment holding
+//     the snapshot's entry.
+//   - The conf state in bbolt is informational (Start takes the conf state
+//     from the snapshot and replays conf changes from the log); writing it
+//     before the hard state of the same batch is therefore harmless.
+//   - A hard state is only in the WAL, in the same record as the entries
+//     it was written with, so its commit index never exceeds the durable
+//     log except in the case above, where Load lowers it.
+//   - Load returns an error (ErrCorruptLog) for a WAL that cannot be read
+//     completely, except a torn tail of the last segment, cut on open.
 type diskStore struct {
+	mu      sync.Mutex
 	db      *bolt.DB
+	wal     *wal
+	walDir  string
 	snapDir string
+	// crash, set by tests, stands for a crash at the named point of Write
+	// or of the upgrade in openDiskStore when it returns an error.
+	crash func(point string) error
+	// opened is the replay open did, handed to the first Load so that a
+	// start reads the WAL once; nil once used or stale (reconcile wrote).
+	opened *walReplay
 }
+
+// walSegmentSize is the size at which the WAL starts a new segment; tests
+// lower it.
+var walSegmentSize int64 = walSegmentBytes
 
 // Storage is the durable half of a member's raft state: hard state, conf
 // state, snapshot metadata and log entries (Write, Load), and snapshot
-// payloads (the *Snapshot* methods). The production implementation is
-// bbolt plus snapshot files (diskStore, opened by Start); the deterministic
+// payloads (the *Snapshot* methods). The production implementation is a
+// WAL, bbolt and snapshot files (diskStore, opened by Start); the deterministic
 // simulator (internal/sim) implements it with a simulated disk.
 //
 // Contract, on which the Core's durability invariant rests:
@@ -74,8 +130,10 @@ func (l LoadedState) empty() bool {
 	return l.HardState == nil && l.Snapshot == nil && len(l.Entries) == 0
 }
 
-// WriteBatch is one atomic, durable write (one bbolt transaction). Fields
-// are applied in declaration order; zero fields are skipped.
+// WriteBatch is one durable write (for diskStore: a bbolt Update for the
+// snapshot metadata and conf state, then one WAL record; see diskStore for
+// what a crash between them leaves). Fields are applied in declaration
+// order, as far as the Storage contract requires; zero fields are skipped.
 type WriteBatch struct {
 	Snapshot       *pb.SnapshotMetadata // record as the current snapshot
 	DropAllEntries bool                 // a snapshot from the leader replaces the whole log
@@ -92,6 +150,12 @@ func (w *WriteBatch) Empty() bool {
 }
 
 func openDiskStore(dataDir string) (*diskStore, error) {
+	return openDiskStoreHook(dataDir, nil)
+}
+
+// openDiskStoreHook opens the store with the crash hook set from the start
+// (the upgrade runs in open).
+func openDiskStoreHook(dataDir string, crash func(string) error) (*diskStore, error) {
 	snapDir := filepath.Join(dataDir, snapDirName)
 	if err := os.MkdirAll(snapDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
@@ -102,78 +166,120 @@ func openDiskStore(dataDir string) (*diskStore, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout: 2 * time.Second,
 		// As etcd does: the freelist is rebuilt on open instead of being
-		// written (and synced) on every commit, which saves page writes on
-		// the path every acknowledged write takes. Durability is unchanged:
+		// written (and synced) on every commit. Durability is unchanged:
 		// every commit still syncs its data and meta pages.
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
-		// Map the first 64 MiB up front so a growing log does not remap
-		// the file (remaps block commits) while it is small.
-		InitialMmapSize: 64 << 20,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucketIfNotExists(bucketEntries); err != nil {
-			return err
-		}
+	s := &diskStore{db: db, walDir: filepath.Join(dataDir, walDirName), snapDir: snapDir, crash: crash}
+	if err := s.upgrade(); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("init %s: %w", path, err)
+	}
+	var r *walReplay
+	if s.wal, r, err = openWAL(s.walDir, walSegmentSize); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open raft log: %w", err)
+	}
+	if err := s.reconcile(r); err != nil {
+		_ = s.wal.close()
+		_ = db.Close()
+		return nil, fmt.Errorf("open raft log: %w", err)
+	}
+	return s, nil
+}
+
+// upgrade brings raft.db to schemaVersion. A new file and a version-1 file
+// (log entries and hard state in bbolt) get a WAL holding the hard state
+// and the entries above the snapshot, created complete (initWALDir) before
+// bbolt deletes them and records version 2, each step durable. A crash
+// after the WAL exists but before bbolt changed leaves a version-1 file
+// beside a complete WAL: the next open keeps that WAL (the bbolt log has
+// not changed since, no member ran on it) and finishes the bbolt step.
+func (s *diskStore) upgrade() error {
+	var version uint64
+	err := s.db.Update(func(tx *bolt.Tx) error {
 		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 		if err != nil {
 			return err
 		}
-		v := meta.Get(keySchemaVersion)
-		if v == nil {
-			return meta.Put(keySchemaVersion, u64Bytes(schemaVersion))
-		}
-		if got, err := keyIndex(v); err != nil || got != schemaVersion {
-			return fmt.Errorf("unsupported schema version %x (want %d)", v, schemaVersion)
+		if v := meta.Get(keySchemaVersion); v != nil {
+			if version, err = keyIndex(v); err != nil {
+				return fmt.Errorf("schema version %x: %w", v, err)
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("init %s: %w", path, err)
+		return err
 	}
-	return &diskStore{db: db, snapDir: snapDir}, nil
+	switch version {
+	case schemaVersion:
+		return nil
+	case 0, 1:
+	default:
+		return fmt.Errorf("unsupported schema version %d (want %d)", version, schemaVersion)
+	}
+	if _, err := os.Stat(s.walDir); errors.Is(err, fs.ErrNotExist) {
+		base, first, err := s.legacyLog()
+		if err != nil {
+			return err
+		}
+		if err := initWALDir(s.walDir, base, first); err != nil {
+			return fmt.Errorf("move raft log into %s: %w", s.walDir, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("stat wal dir: %w", err)
+	}
+	if s.crash != nil {
+		if err := s.crash("upgrade-wal-written"); err != nil {
+			return err
+		}
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketEntries) != nil {
+			if err := tx.DeleteBucket(bucketEntries); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if err := meta.Delete(keyHardState); err != nil {
+			return err
+		}
+		return meta.Put(keySchemaVersion, u64Bytes(schemaVersion))
+	})
 }
 
-var _ Storage = (*diskStore)(nil)
-
-// Close closes bbolt.
-func (s *diskStore) Close() error {
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("close raft db: %w", err)
-	}
-	return nil
-}
-
-// Load reads everything needed for a restart.
-func (s *diskStore) Load() (LoadedState, error) {
-	var st LoadedState
+// legacyLog reads a version-1 raft.db's log: the snapshot position the log
+// continues after, and the hard state and the entries above the snapshot
+// as one WAL batch (nil if there are none).
+func (s *diskStore) legacyLog() (walPos, *walBatch, error) {
+	var base walPos
+	var b walBatch
 	err := s.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get(keyHardState); v != nil {
-			st.HardState = &pb.HardState{}
-			if err := proto.Unmarshal(v, st.HardState); err != nil {
+			b.hardState = &pb.HardState{}
+			if err := proto.Unmarshal(v, b.hardState); err != nil {
 				return fmt.Errorf("decode hard state: %w", err)
 			}
 		}
-		if v := meta.Get(keyConfState); v != nil {
-			st.ConfState = &pb.ConfState{}
-			if err := proto.Unmarshal(v, st.ConfState); err != nil {
-				return fmt.Errorf("decode conf state: %w", err)
-			}
-		}
 		if v := meta.Get(keySnapshot); v != nil {
-			st.Snapshot = &pb.SnapshotMetadata{}
-			if err := proto.Unmarshal(v, st.Snapshot); err != nil {
+			md := &pb.SnapshotMetadata{}
+			if err := proto.Unmarshal(v, md); err != nil {
 				return fmt.Errorf("decode snapshot metadata: %w", err)
 			}
+			base = walPos{md.GetIndex(), md.GetTerm()}
 		}
-		after := st.Snapshot.GetIndex()
-		c := tx.Bucket(bucketEntries).Cursor()
-		want := after + 1
+		ents := tx.Bucket(bucketEntries)
+		if ents == nil {
+			return nil
+		}
+		c := ents.Cursor()
+		want := base.index + 1
 		for k, v := c.Seek(indexKey(want)); k != nil; k, v = c.Next() {
 			i, err := keyIndex(k)
 			if err != nil {
@@ -186,77 +292,206 @@ func (s *diskStore) Load() (LoadedState, error) {
 			if i != want || e.GetIndex() != i {
 				return fmt.Errorf("%w: expected entry %d, found key %d holding entry %d", ErrCorruptLog, want, i, e.GetIndex())
 			}
-			st.Entries = append(st.Entries, e)
+			b.entries = append(b.entries, e)
 			want++
+		}
+		return nil
+	})
+	if err != nil {
+		return walPos{}, nil, fmt.Errorf("read version-1 raft log: %w", err)
+	}
+	if b.hardState == nil && len(b.entries) == 0 {
+		return base, nil, nil
+	}
+	return base, &b, nil
+}
+
+var _ Storage = (*diskStore)(nil)
+
+// Close closes the WAL and bbolt.
+func (s *diskStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	werr := s.wal.close()
+	if err := s.db.Close(); err != nil {
+		return errors.Join(werr, fmt.Errorf("close raft db: %w", err))
+	}
+	return werr
+}
+
+// Load reads everything needed for a restart (see diskStore for how the
+// WAL's entries are matched with the snapshot).
+func (s *diskStore) Load() (LoadedState, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var st LoadedState
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keyConfState); v != nil {
+			st.ConfState = &pb.ConfState{}
+			if err := proto.Unmarshal(v, st.ConfState); err != nil {
+				return fmt.Errorf("decode conf state: %w", err)
+			}
+		}
+		if v := meta.Get(keySnapshot); v != nil {
+			st.Snapshot = &pb.SnapshotMetadata{}
+			if err := proto.Unmarshal(v, st.Snapshot); err != nil {
+				return fmt.Errorf("decode snapshot metadata: %w", err)
+			}
 		}
 		return nil
 	})
 	if err != nil {
 		return LoadedState{}, fmt.Errorf("load raft state: %w", err)
 	}
+	r := s.opened
+	s.opened = nil
+	if r == nil {
+		if r, err = replayWAL(s.walDir, false); err != nil {
+			return LoadedState{}, fmt.Errorf("load raft log: %w", err)
+		}
+	}
+	st.HardState = r.hardState
+	st.Entries, _, err = entriesAfterSnapshot(r, st.Snapshot, st.HardState)
+	if err != nil {
+		return LoadedState{}, fmt.Errorf("load raft log: %w", err)
+	}
 	return st, nil
 }
 
-// Write applies w in one bbolt transaction (one fsync).
-func (s *diskStore) Write(w *WriteBatch) error {
-	if w.Empty() {
-		return nil
+// entriesAfterSnapshot returns the replayed entries above the snapshot if
+// the log agrees with it, and none if it does not (divergent: hs's commit
+// index is lowered to the snapshot's); see diskStore.
+func entriesAfterSnapshot(r *walReplay, snap *pb.SnapshotMetadata, hs *pb.HardState) (kept []*pb.Entry, divergent bool, err error) {
+	si, st := snap.GetIndex(), snap.GetTerm()
+	last := r.last()
+	switch {
+	case last.index <= si:
+		// Nothing above the snapshot.
+	case si < r.base.index:
+		return nil, false, fmt.Errorf("%w: the log starts after entry %d, the snapshot is at %d: entries in between are missing",
+			ErrCorruptLog, r.base.index, si)
+	case si == r.base.index && !r.baseKnown:
+		return nil, false, fmt.Errorf("%w: the term of entry %d, the snapshot's, is not on disk", ErrCorruptLog, si)
+	case si == r.base.index && r.base.term == st:
+		kept = r.entries
+	case si > r.base.index && r.entries[si-r.base.index-1].GetTerm() == st:
+		kept = r.entries[si-r.base.index:]
+	default:
+		// A divergent suffix: the snapshot came from the leader and the
+		// reset of the same Write did not reach the WAL.
+		if hs != nil && hs.GetCommit() > si {
+			hs.Commit = new(si)
+		}
+		return nil, true, nil
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if w.Snapshot != nil {
-			if err := putProto(meta, keySnapshot, w.Snapshot); err != nil {
-				return err
-			}
-		}
-		if w.DropAllEntries {
-			if err := tx.DeleteBucket(bucketEntries); err != nil {
-				return err
-			}
-			if _, err := tx.CreateBucket(bucketEntries); err != nil {
-				return err
-			}
-		}
-		ents := tx.Bucket(bucketEntries)
-		if w.CompactBelow > 0 {
-			if err := deleteRange(ents, 0, w.CompactBelow); err != nil {
-				return err
-			}
-		}
-		if w.HardState != nil {
-			if err := putProto(meta, keyHardState, w.HardState); err != nil {
-				return err
-			}
-		}
-		if w.ConfState != nil {
-			if err := putProto(meta, keyConfState, w.ConfState); err != nil {
-				return err
-			}
-		}
-		if len(w.Entries) > 0 {
-			// Raft's contract: writing entry i discards stored entries >= i.
-			first := w.Entries[0].GetIndex()
-			if k, _ := ents.Cursor().Last(); k != nil {
-				if last, err := keyIndex(k); err != nil {
-					return err
-				} else if last >= first {
-					if err := deleteRange(ents, first, last+1); err != nil {
-						return err
-					}
-				}
-			}
-			for _, e := range w.Entries {
-				if err := putProto(ents, indexKey(e.GetIndex()), e); err != nil {
-					return err
-				}
-			}
+	top := si
+	if len(kept) > 0 {
+		top = last.index
+	}
+	if hs != nil && hs.GetCommit() > top {
+		return nil, false, fmt.Errorf("%w: hard state commit index %d beyond the log's last entry %d", ErrCorruptLog, hs.GetCommit(), top)
+	}
+	return kept, false, nil
+}
+
+// reconcile runs on open: if the WAL's log ends below the recorded
+// snapshot or disagrees with it (a crash between the two steps of a Write
+// recording a leader's snapshot), it appends the reset that Write did not
+// write, with the hard state lowered as Load lowers it, and deletes the
+// older segments. Entries appended later then continue after the snapshot
+// instead of after a stale log.
+func (s *diskStore) reconcile(r *walReplay) error {
+	var snap *pb.SnapshotMetadata
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keySnapshot); v != nil {
+			snap = &pb.SnapshotMetadata{}
+			return proto.Unmarshal(v, snap)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("persist raft state: %w", err)
+		return fmt.Errorf("load snapshot metadata: %w", err)
+	}
+	hs := r.hardState
+	if hs != nil {
+		hs = proto.Clone(hs).(*pb.HardState)
+	}
+	_, divergent, err := entriesAfterSnapshot(r, snap, hs)
+	if err != nil {
+		return err
+	}
+	if !divergent && r.last().index >= snap.GetIndex() {
+		s.opened = r
+		return nil
+	}
+	if err := s.wal.append(&walBatch{reset: &walPos{snap.GetIndex(), snap.GetTerm()}, hardState: hs}); err != nil {
+		return err
+	}
+	return s.wal.deleteBefore(0, true)
+}
+
+// Write applies w in up to three durable steps (see diskStore).
+func (s *diskStore) Write(w *WriteBatch) error {
+	if w.Empty() {
+		return nil
+	}
+	if w.DropAllEntries && w.Snapshot == nil {
+		return errors.New("persist raft state: DropAllEntries without a snapshot")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opened = nil
+	if w.Snapshot != nil || w.ConfState != nil {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			meta := tx.Bucket(bucketMeta)
+			if w.Snapshot != nil {
+				if err := putProto(meta, keySnapshot, w.Snapshot); err != nil {
+					return err
+				}
+			}
+			if w.ConfState != nil {
+				if err := putProto(meta, keyConfState, w.ConfState); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("persist raft state: %w", err)
+		}
+	}
+	if err := s.crashAt("after-bbolt"); err != nil {
+		return err
+	}
+	b := walBatch{hardState: w.HardState, entries: w.Entries}
+	// A snapshot beyond the log's last entry (a leader's, or the one Seed
+	// and CreateFromSnapshot record on empty storage) replaces the whole
+	// log: the log continues after it.
+	if w.DropAllEntries || (w.Snapshot != nil && w.Snapshot.GetIndex() > s.wal.last.index) {
+		b.reset = &walPos{w.Snapshot.GetIndex(), w.Snapshot.GetTerm()}
+	}
+	if b.reset != nil || b.hardState != nil || len(b.entries) > 0 {
+		if err := s.wal.append(&b); err != nil {
+			return fmt.Errorf("persist raft log: %w", err)
+		}
+	}
+	if err := s.crashAt("after-wal"); err != nil {
+		return err
+	}
+	if b.reset != nil || w.CompactBelow > 0 {
+		if err := s.wal.deleteBefore(w.CompactBelow, b.reset != nil); err != nil {
+			return fmt.Errorf("compact raft log: %w", err)
+		}
 	}
 	return nil
+}
+
+func (s *diskStore) crashAt(point string) error {
+	if s.crash == nil {
+		return nil
+	}
+	return s.crash(point)
 }
 
 // SaveSnapshot writes the snapshot file (fsync'd, file and directory).
@@ -286,39 +521,15 @@ func (s *diskStore) CleanSnapshots(recordedIndex uint64) ([]string, error) {
 	return cleanSnapDir(s.snapDir, recordedIndex)
 }
 
-// entryCount returns how many log entries bbolt holds.
+// entryCount returns how many entries the WAL's logical log holds.
 func (s *diskStore) entryCount() (int, error) {
-	var n int
-	err := s.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bucketEntries).Stats().KeyN
-		return nil
-	})
-	return n, err
-}
-
-// deleteRange deletes entry keys in [lo, hi).
-func deleteRange(b *bolt.Bucket, lo, hi uint64) error {
-	var keys [][]byte
-	c := b.Cursor()
-	for k, _ := c.Seek(indexKey(lo)); k != nil; k, _ = c.Next() {
-		i, err := keyIndex(k)
-		if err != nil {
-			return err
-		}
-		if i >= hi {
-			break
-		}
-		keys = append(keys, k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, err := replayWAL(s.walDir, false)
+	if err != nil {
+		return 0, err
 	}
-	// NB: deleting while iterating with a bbolt cursor skips keys, so the
-	// keys are collected first. bbolt keys are only valid for the life of the
-	// transaction, which is still open.
-	for _, k := range keys {
-		if err := b.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return len(r.entries), nil
 }
 
 func putProto(b *bolt.Bucket, key []byte, m proto.Message) error {

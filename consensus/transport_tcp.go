@@ -14,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/zkraft/zkraft/internal/netseam"
 )
 
 // The wire format is in transport_frame.go: connections are one-way, a
@@ -42,6 +44,14 @@ type TCPConfig struct {
 	// this config (see transport_tls.go): it must carry this member's
 	// certificate and, for mutual authentication, ClientAuth and ClientCAs.
 	TLS *tls.Config
+	// Network is where the transport listens (unless Listener is set) and
+	// dials its peers; nil means the operating system's (netseam.OS).
+	// TLS, when set, is layered on top of it.
+	Network netseam.Network
+	// DialTimeout bounds one dial of a peer (default 1 s); with TLS the
+	// handshake that follows has its own bound. Stop, and the stop of the
+	// peer's sender, cancel a dial in progress.
+	DialTimeout time.Duration
 	// WarnAfter is how long a peer may stay unreachable, or leave what is
 	// written to it unanswered, before a warning is logged (default 1 s;
 	// the server passes the election timeout).
@@ -71,7 +81,10 @@ type TCPTransport struct {
 	stats   map[uint64]*peerCounters
 
 	stopc chan struct{}
-	wg    sync.WaitGroup
+	// ctx is canceled by Stop: the peers' dials derive from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
 var (
@@ -87,7 +100,14 @@ func NewTCPTransport(cfg TCPConfig) *TCPTransport {
 	if cfg.WarnAfter <= 0 {
 		cfg.WarnAfter = defaultWarnAfter
 	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = defaultDialTimeout
+	}
+	cfg.Network = netseam.Or(cfg.Network)
+	ctx, cancel := context.WithCancel(context.Background())
 	return &TCPTransport{
+		ctx:     ctx,
+		cancel:  cancel,
 		cfg:     cfg,
 		lg:      cfg.Logger.With().Str("component", "transport").Uint64("node_id", cfg.ID).Logger(),
 		peers:   make(map[uint64]*tcpPeer),
@@ -115,7 +135,7 @@ func (t *TCPTransport) Start(h MessageHandler) error {
 	ln := t.cfg.Listener
 	if ln == nil {
 		var err error
-		if ln, err = net.Listen("tcp", t.cfg.ListenAddr); err != nil {
+		if ln, err = t.cfg.Network.Listen("tcp", t.cfg.ListenAddr); err != nil {
 			return fmt.Errorf("listen %s: %w", t.cfg.ListenAddr, err)
 		}
 	}
@@ -140,6 +160,7 @@ func (t *TCPTransport) Stop() {
 	}
 	t.stopped = true
 	close(t.stopc)
+	t.cancel()
 	if t.ln != nil {
 		_ = t.ln.Close()
 	}
@@ -172,6 +193,7 @@ func (t *TCPTransport) AddPeer(p Peer) {
 		t.lg.Info().Uint64("peer", p.ID).Str("old_addr", old.addr).Str("addr", p.Addr).Msg("peer address changed")
 		old.stop()
 	}
+	ctx, cancel := context.WithCancel(t.ctx)
 	pc := t.counters(p.ID)
 	pc.mu.Lock()
 	pc.addr = p.Addr
@@ -183,6 +205,8 @@ func (t *TCPTransport) AddPeer(p Peer) {
 		pc:      pc,
 		queue:   make(chan outFrame, t.cfg.QueueSize),
 		stopc:   make(chan struct{}),
+		ctx:     ctx,
+		cancel:  cancel,
 		retirec: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -373,6 +397,8 @@ type tcpPeer struct {
 	pc        *peerCounters
 	queue     chan outFrame
 	stopc     chan struct{}
+	ctx       context.Context // canceled by stop (and the transport's Stop): ends a dial
+	cancel    context.CancelFunc
 	stopOnce  sync.Once
 	retirec   chan struct{} // closed by retire: write what is queued, then end
 	retireOne sync.Once
@@ -384,12 +410,13 @@ type tcpPeer struct {
 }
 
 // stop ends the sender: run drops and reports what is still queued. It
-// never blocks (AddPeer and RemovePeer call it on the raft loop): an expired
-// deadline ends a write in progress, and the sender's own goroutine closes
+// never blocks (AddPeer and RemovePeer call it on the raft loop): canceling
+// its context ends a dial in progress, an expired deadline a write, and the sender's own goroutine closes
 // the connection (a TLS close can wait seconds for its close_notify).
 func (p *tcpPeer) stop() {
 	p.stopOnce.Do(func() {
 		close(p.stopc)
+		p.cancel()
 		p.connMu.Lock()
 		if p.conn != nil {
 			_ = p.conn.SetDeadline(time.Now())
@@ -525,7 +552,7 @@ func (p *tcpPeer) run() {
 				p.drop(batch...)
 				continue
 			}
-			c, err := p.t.dial(p.addr)
+			c, err := p.t.dial(p.ctx, p.addr)
 			if err != nil {
 				fail(fmt.Errorf("dial %s: %w", p.addr, err))
 				continue

@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"net"
 	"time"
+
+	"github.com/zkraft/zkraft/internal/netseam"
 )
 
 // TLS for the TCP transport. When TCPConfig.TLS is set, the listener
@@ -25,16 +27,21 @@ func (t *TCPTransport) wrapListener(ln net.Listener) net.Listener {
 	return tls.NewListener(ln, t.cfg.TLS)
 }
 
-// dial connects to a peer; with TLS the handshake is done (and the peer's
-// certificate verified) before it returns.
-func (t *TCPTransport) dial(addr string) (net.Conn, error) {
-	if t.cfg.TLS == nil {
-		return net.DialTimeout("tcp", addr, defaultDialTimeout)
-	}
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: handshakeTimeout}, Config: t.cfg.TLS}
-	ctx, cancel := context.WithTimeout(context.Background(), handshakeTimeout)
+// dial connects to a peer within ctx (the peer sender's, canceled when
+// the sender or the transport stops) and DialTimeout; with TLS the
+// handshake is then done (and the peer's certificate verified) within
+// handshakeTimeout before it returns. Both go through the transport's
+// Network.
+func (t *TCPTransport) dial(ctx context.Context, addr string) (net.Conn, error) {
+	dctx, cancel := context.WithTimeout(ctx, t.cfg.DialTimeout)
 	defer cancel()
-	return d.DialContext(ctx, "tcp", addr)
+	c, err := t.cfg.Network.DialContext(dctx, "tcp", addr)
+	if err != nil || t.cfg.TLS == nil {
+		return c, err
+	}
+	hctx, cancel := context.WithTimeout(ctx, handshakeTimeout)
+	defer cancel()
+	return netseam.ClientHandshake(hctx, c, addr, t.cfg.TLS)
 }
 
 // handshakeInbound completes the TLS handshake of an accepted connection;

@@ -40,8 +40,9 @@ func newTLSCA(t *testing.T, name string) *tlsCA {
 }
 
 // memberConfig returns a member's TLS config: its own certificate for
-// 127.0.0.1, this CA trusted both ways, client certificates required.
-func (ca *tlsCA) memberConfig(t *testing.T, trust *tlsCA, name string) *tls.Config {
+// 127.0.0.1 (and the host names dnsNames), this CA trusted both ways,
+// client certificates required.
+func (ca *tlsCA) memberConfig(t *testing.T, trust *tlsCA, name string, dnsNames ...string) *tls.Config {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -52,6 +53,7 @@ func (ca *tlsCA) memberConfig(t *testing.T, trust *tlsCA, name string) *tls.Conf
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:    dnsNames,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	require.NoError(t, err)

@@ -27,25 +27,6 @@ const maxInFlight = 1000
 // client; past it the connection is closed rather than grow without bound.
 const maxQueuedNotifications = 100000
 
-// item is one request of a connection, answered in arrival order by the
-// writer goroutine. If ready is not nil, the writer waits for it to close
-// (a write's apply, a sync's read barrier) before calling build.
-type item struct {
-	ready    chan struct{}
-	res      applyResult // set before ready is closed
-	err      error       // set before ready is closed; answer closes the connection on it
-	deadline time.Time
-	build    func(c *conn, it *item) (frame []byte, closeAfter bool)
-	received time.Time
-	read     bool   // a read: later writes of the connection wait until it ran
-	reqID    uint64 // the proposal a write waits for, so a timeout can drop its waiter
-	// holdWrites: later writes of the connection wait until it was answered,
-	// as after a read. Set on every item whose reply zxid is read when it is
-	// built (syncs, replies refused before proposing) or is not known when
-	// later writes arrive (reconfig), so reply zxids never go backwards.
-	holdWrites bool
-}
-
 // conn is one client connection. The reader goroutine decodes requests,
 // proposes writes and queues items; the writer goroutine answers items in
 // order, and writes notifications and ping replies (the out-of-band queue)
@@ -67,11 +48,14 @@ type conn struct {
 	// SASL request (reader goroutine only).
 	saslServer *sasl.DigestMD5Server
 
-	items chan *item
-	// replies holds the reply-order decisions (replyqueue.go): the queued
-	// notifications and ping replies, the reads and holdWrites items not yet
-	// answered, and writtenZxid.
-	replies   replyQueue
+	// replies is the connection's request queue and its decisions
+	// (requestqueue.go, replyqueue.go): the items in arrival order, the
+	// queued notifications and ping replies, the reads and holdWrites items
+	// not yet answered, and the highest reply zxid written. The reader
+	// pushes, the writer answers the front item.
+	replies   requestQueue
+	avail     chan struct{} // an item was pushed (wakes the writer)
+	space     chan struct{} // a pop made room for a waiting reader (wakes it)
 	readsDone chan struct{}
 	enc       *jute.Encoder // writer goroutine only
 	deadline  *time.Timer   // writer goroutine only: the answered item's deadline
@@ -99,7 +83,8 @@ func newConn(srv *Server, nc net.Conn) *conn {
 		id:          srv.nextConn.Add(1),
 		ip:          host,
 		remote:      nc.RemoteAddr().String(),
-		items:       make(chan *item, maxInFlight),
+		avail:       make(chan struct{}, 1),
+		space:       make(chan struct{}, 1),
 		enc:         jute.NewEncoder(make([]byte, 0, 512)), // grows to the largest reply
 		bw:          writerPool.Get().(*bufio.Writer),
 		wake:        make(chan struct{}, 1),
@@ -107,7 +92,7 @@ func newConn(srv *Server, nc net.Conn) *conn {
 		done:        make(chan struct{}),
 		established: time.Now(),
 	}
-	c.replies.maxOOB = maxQueuedNotifications
+	c.replies.init(maxInFlight, maxQueuedNotifications, &c.replyZxid)
 	c.bw.Reset(nc)
 	c.connID = srv.reqBase | uint64(uint32(c.id))
 	c.log = srv.log.With().Str("remote", c.remote).Logger()
@@ -211,15 +196,11 @@ func (c *conn) finish() {
 // keep them for good and end up throttling every connection. It runs after
 // the reader (the only goroutine that enqueues) and the writer ended.
 func (c *conn) dropUnanswered() {
-	for {
-		select {
-		case it := <-c.items:
-			c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
-			if it.reqID != 0 {
-				c.srv.cancelWait(it.reqID) // its proposal may never be applied
-			}
-		default:
-			return
+	for it := c.replies.front(); it != nil; it = c.replies.front() {
+		c.replies.pop()
+		c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
+		if it.reqID != 0 {
+			c.srv.cancelWait(it.reqID) // its proposal may never be applied
 		}
 	}
 }
@@ -410,12 +391,6 @@ func (c *conn) readLoop(br *bufio.Reader) {
 	}
 }
 
-// holdsWrites reports whether later writes of the connection must wait
-// until it was answered (waitReads): reads, so they see exactly the writes
-// sent before them, and holdWrites items, so a write sent after a sync is
-// applied after it, as in ZooKeeper, and reply zxids never go backwards.
-func (it *item) holdsWrites() bool { return it.read || it.holdWrites }
-
 // waitReads blocks the reader until every read and sync queued before now
 // was answered; false if the connection closed meanwhile.
 func (c *conn) waitReads() bool {
@@ -429,35 +404,65 @@ func (c *conn) waitReads() bool {
 	return true
 }
 
-// enqueue hands an item to the writer; false if the connection is closing.
+// enqueue hands an item to the writer, waiting while the queue is full;
+// false if the connection is closing.
 func (c *conn) enqueue(it *item) bool {
-	c.replies.enqueued(it)
+	c.replies.arrive(it)
 	it.received = time.Now()
 	c.srv.stats.outstanding.Add(1)
-	select {
-	case c.items <- it:
-		return true
-	case <-c.done:
-		c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
-		c.replies.answered(it)
-		return false
+	for !c.replies.push(it) {
+		c.replies.wantRoom()
+		if c.replies.push(it) {
+			break
+		}
+		select {
+		case <-c.space:
+		case <-c.done:
+			c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
+			c.replies.answered(it)
+			return false
+		}
 	}
+	select {
+	case c.avail <- struct{}{}:
+	default:
+	}
+	return true
 }
 
-// writeLoop answers items in order. Before each reply it writes every queued
-// notification: an event queued during an apply is on the wire before the
-// reply of any request that was answered after that apply.
+// writeLoop answers items in order (the queue's front). Before each reply
+// it writes every queued notification: an event queued during an apply is
+// on the wire before the reply of any request that was answered after that
+// apply.
 func (c *conn) writeLoop() {
 	defer c.close()
 	for {
+		if c.closed() {
+			return
+		}
+		if it := c.replies.front(); it != nil {
+			// Taken off at once, as dropUnanswered counts only what is
+			// still queued; answer accounts for it whatever happens.
+			if c.replies.pop() {
+				select {
+				case c.space <- struct{}{}:
+				default:
+				}
+			}
+			if !c.answer(it) {
+				return
+			}
+			continue
+		}
 		select {
 		case <-c.done:
 			return
+		case <-c.avail:
 		case <-c.wake:
-			// select picks at random when an item is ready too: then a
-			// reply is owed and the connection is not idle; answer writes
-			// what may go before it, and the rest once the queue is empty.
-			if len(c.items) > 0 {
+			// An item may have been pushed meanwhile: then a reply is owed
+			// and the connection is not idle; answer writes what may go
+			// before it, and the rest once the queue is empty.
+			if c.replies.pending() > 0 {
 				// Give the token back: answer may wait on c.wake for the
 				// item's apply, and the events this wake-up announced may
 				// go before that reply.
@@ -471,10 +476,6 @@ func (c *conn) writeLoop() {
 			// item queued from now on is proposed or read later, so its
 			// zxid is at least that of every event and ping queued now.
 			if !c.flushOOB(c.replies.idle()) || c.bw.Flush() != nil {
-				return
-			}
-		case it := <-c.items:
-			if !c.answer(it) {
 				return
 			}
 		}
@@ -534,15 +535,14 @@ func (c *conn) answer(it *item) bool {
 		}
 		return false
 	}
-	c.replyZxid = 0
-	frame, closeAfter := it.build(c, it)
-	if c.replies.answered(it) {
+	frame, closeAfter, wakeReader, pings, events := c.replies.turn(it)
+	if wakeReader {
 		select {
 		case c.readsDone <- struct{}{}:
 		default:
 		}
 	}
-	if !c.flushOOB(c.replies.beforeReply(c.replyZxid)) {
+	if !c.flushOOB(pings, events) {
 		return false
 	}
 	if frame != nil {
@@ -563,7 +563,7 @@ func (c *conn) answer(it *item) bool {
 		_ = c.bw.Flush()
 		return false
 	}
-	if len(c.items) == 0 {
+	if c.replies.pending() == 0 {
 		// Idle: the next request is not proposed yet, so its zxid will be
 		// above every event queued now; they may all go.
 		if !c.flushOOB(c.replies.idle()) {

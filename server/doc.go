@@ -5,11 +5,29 @@
 //
 // The one write path, for standalone and ensembles alike:
 //
-//	connection reader: decode -> validate -> propose (entry carries time, session, auth ids)
+//	connection reader: decode -> validate -> queue (requestQueue) -> propose (entry carries time, session, auth ids)
 //	consensus: commit on a quorum, fsync (group commit), apply on every member
 //	stateMachine.Apply: deterministic; queues watch events on watching connections
 //	the proposing member's waiter: hands the result to the connection's writer
 //	connection writer: writes queued events, then the reply, strictly in request order
+//
+// # The per-connection request queue
+//
+// requestQueue (requestqueue.go, with replyQueue in replyqueue.go) is one
+// connection's requests in arrival order and every decision on them, as
+// goroutine-free code: the item answered next (the oldest), whether it is
+// ready (its write applied, its sync's barrier applied), whether it gets an
+// answer at all, a read's reply built only on its turn (after every earlier
+// request of the connection was answered), a write proposed only once no
+// read, sync or refusal before it is unanswered (mayPropose), and which
+// queued events and ping replies are written before each reply. Two
+// drivers share it: conn.go's reader (arrive, push; it waits in waitReads
+// and, when the queue is full, for a pop) and writer (front, pop, turn; it
+// waits for the front item's ready channel, and writes), and Endpoint
+// (replica.go), which drives the same calls step by step on one goroutine
+// for the deterministic simulator (Receive, Next, Applied/Synced/Failed,
+// Replies). The read-overtakes-write mutation (requestQueue.arrive) builds a
+// read at arrival instead, for the simulator's fifo checker to catch.
 //
 // # Goroutines and what each owns
 //
@@ -29,8 +47,9 @@
 //     the handshake; it also owns the connection's auth ids (digest, x509,
 //     and sasl from its DIGEST-MD5 exchange, conn.saslServer) and checks
 //     enforce.auth before each request. The writer owns the socket's write
-//     side, conn.enc, conn.bw, replyZxid and the reply queue's written zxid, and drains
-//     conn.items in order.
+//     side, conn.enc, conn.bw, replyZxid and the reply queue's written zxid, and answers
+//     the request queue's items (conn.replies) in order. The queue's ring is
+//     single-producer (reader) single-consumer (writer), with no lock.
 //     Both end on conn.close (closes done and the socket): the reader's
 //     deferred dropConn unregisters the connection and its watches. Stop
 //     closes every registered connection.
@@ -46,13 +65,27 @@
 //     (decideDelayedDeletions). The sessionLeader starts no goroutine; its
 //     leaderChange runs on the consensus loop (onLeaderChange).
 //   - ensembles only, livenessSender, livenessReceiver (and one reader per
-//     accepted liveness connection) and servingMonitor (Start, Server.wg,
-//     end on stopC or when Stop closes the election-port listener).
+//     accepted liveness connection, which ends with its connection, when
+//     idle for livenessIdlePeriods report periods, or on stopC) and
+//     servingMonitor (Start, Server.wg, end on stopC or when Stop closes
+//     the election-port listener). The
+//     sender's decisions (what a report holds, for which leader, what is
+//     kept when it may be lost) are LivenessReports' (liveness.go), which
+//     starts no goroutine; the simulator calls it too.
 //   - AdminServer and Prometheus endpoint: one http.Server.Serve goroutine
 //     each (operability.start), ended by operability.stop from Stop. The
 //     AdminServer also serves the web view (/ui, ui.go) and the locks
 //     command (locks.go); their handlers take stateMachine.mu (read) and
 //     Server.connMu one after the other, never nested.
+//
+// # Network
+//
+// Every port the server opens (client, secure client, election/liveness,
+// peer through consensus.TCPTransport, AdminServer, metrics) and every
+// connection it dials (peers, the leader's liveness port) goes through
+// Config.Network (internal/netseam; the operating system's network when
+// nil), with TLS layered on top. Tests run whole ensembles on
+// internal/memnet, which can cut links between members.
 //
 // # Lock order
 //
@@ -67,8 +100,11 @@
 //	                      (Apply queues events with the write lock held; reads
 //	                      and setWatches register watches with the read lock held)
 //	Server.connMu      -> none (conn.close under it takes no mutex)
-//	Server.waitMu, Server.touchMu, Server.memberMu, replyQueue.mu,
+//	Server.waitMu, LivenessReports.mu, Server.memberMu, replyQueue.mu,
 //	serverStats.throttleMu, operability.mu: leaves
+//
+// requestQueue takes no mutex but replyQueue.mu, and builds a reply (a read
+// takes stateMachine.mu's read side) with none held.
 //
 // session.Tracker's and consensus.Node's own locks are leaves from this
 // package's view: their methods are called with no server mutex held, except
@@ -84,7 +120,9 @@
 //   - Replies leave a connection in the order its requests arrived; ping
 //     replies may overtake (clients match xid -2 apart).
 //   - A read runs only after every earlier request of its connection was
-//     answered, so it sees the session's own writes (FIFO client order).
+//     answered, so it sees the session's own writes (FIFO client order);
+//     a write is proposed only after every earlier read and sync of its
+//     connection was answered (requestQueue, shared with Endpoint).
 //   - Apply queues an entry's events while holding the state write lock and
 //     reads take the read lock, so an event is on its way before any reply
 //     that shows its change.

@@ -15,9 +15,10 @@ import (
 // This file is the goroutine-free part of a client connection's request
 // path: the checks a write passes before it is proposed, the entry it is
 // proposed as, the reply an applied write gets and the reads served against
-// the tree (with their watch registration). conn.go calls it from its reader
-// and writer goroutines; Endpoint (replica.go) exposes it, step by step, to
-// tools that drive a Replica themselves (the simulator).
+// the tree (with their watch registration); requestqueue.go is the order
+// they are answered in. conn.go calls it from its reader and writer
+// goroutines; Endpoint (replica.go) exposes it, step by step, to tools that
+// drive a Replica themselves (the simulator).
 
 // The connect handshake, without the socket and the wait for the session's
 // entry: decodeConnect reads the ConnectRequest, planConnect decides (the

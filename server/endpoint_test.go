@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zkraft/zkraft/internal/mutation"
 	"github.com/zkraft/zkraft/jute"
@@ -66,14 +67,23 @@ func (g *endpointRig) request(xid, op int32, body jute.Record) (Step, []byte) {
 	if body != nil {
 		frame = append(frame, jute.Marshal(body)...)
 	}
-	s, err := g.ep.Request(frame)
-	if err != nil {
-		g.t.Fatalf("request: %v", err)
+	g.ep.Receive(frame)
+	steps, handled, err := g.ep.Next()
+	if err != nil || handled != 1 || len(steps) > 1 {
+		g.t.Fatalf("request: %d handled, steps %+v, err %v", handled, steps, err)
+	}
+	var s Step
+	if len(steps) == 1 {
+		s = steps[0]
+	}
+	if s.Close {
+		return s, nil
 	}
 	if s.Propose != nil {
-		return s, g.ep.WriteReply(s, g.apply(s.Propose))
+		g.ep.Applied(s, g.apply(s.Propose))
 	}
-	return s, s.Reply
+	wire, _ := g.ep.Replies()
+	return s, wire
 }
 
 // decodeReplyFrame checks a reply frame's length prefix and decodes its
@@ -202,36 +212,40 @@ func TestEndpointReads(t *testing.T) {
 	}
 
 	// The watch set by the read fires on the change, before its reply.
-	if ev := g.ep.Events(); ev != nil {
-		t.Fatalf("event before any change: % x", ev)
-	}
-	g.request(13, jute.OpSetData, &jute.SetDataRequest{Path: "/r", Data: []byte("w"), Version: -1})
+	_, f = g.request(13, jute.OpSetData, &jute.SetDataRequest{Path: "/r", Data: []byte("w"), Version: -1})
 	want := notificationFrame(jute.EventNodeDataChanged, "/r")
-	if ev := g.ep.Events(); !bytes.Equal(ev, want) {
-		t.Fatalf("events % x, want % x", ev, want)
+	if !bytes.HasPrefix(f, want) {
+		t.Fatalf("wire % x, want the event % x first", f, want)
+	}
+	if h := decodeReplyFrame(t, f[len(want):], nil); h.Xid != 13 {
+		t.Fatalf("setData reply %+v", h)
 	}
 	g.ep.Close() // drops its watches
-	g.request(14, jute.OpSetData, &jute.SetDataRequest{Path: "/r", Data: []byte("x"), Version: -1})
-	if ev := g.ep.Events(); ev != nil {
-		t.Fatalf("event after Close: % x", ev)
+	_, f = g.request(14, jute.OpSetData, &jute.SetDataRequest{Path: "/r", Data: []byte("x"), Version: -1})
+	if h := decodeReplyFrame(t, f, nil); h.Xid != 14 {
+		t.Fatalf("setData after Close: reply %+v (one frame, no event)", h)
 	}
 
 	s, f := g.request(15, jute.OpSync, &jute.PathRequest{Path: "/r"})
 	if !s.Sync || f != nil {
-		t.Fatalf("sync: %+v", s)
+		t.Fatalf("sync: %+v, wire % x", s, f)
 	}
+	g.ep.Synced(s)
+	f, _ = g.ep.Replies()
 	var sp jute.PathRequest
-	if h := decodeReplyFrame(t, g.ep.SyncReply(s), &sp); h.Xid != 15 || sp.Path != "/r" || h.Zxid != g.rep.LastZxid() {
+	if h := decodeReplyFrame(t, f, &sp); h.Xid != 15 || sp.Path != "/r" || h.Zxid != g.rep.LastZxid() {
 		t.Fatalf("sync reply %+v %+v", h, sp)
 	}
 	_, f = g.request(jute.XidPing, jute.OpPing, nil)
 	if h := decodeReplyFrame(t, f, nil); h.Xid != jute.XidPing || h.Zxid != g.rep.LastZxid() {
 		t.Fatalf("ping reply %+v", h)
 	}
-	if _, err := g.ep.Request(jute.Marshal(&jute.RequestHeader{Xid: 16, Type: jute.OpAuth})); !errors.Is(err, ErrNotInEndpoint) {
+	g.ep.Receive(jute.Marshal(&jute.RequestHeader{Xid: 16, Type: jute.OpAuth}))
+	if _, _, err := g.ep.Next(); !errors.Is(err, ErrNotInEndpoint) {
 		t.Fatalf("auth: err %v", err)
 	}
-	if s, _ := g.ep.Request([]byte{0, 1}); !s.Close {
+	g.ep.Receive([]byte{0, 1})
+	if steps, _, _ := g.ep.Next(); len(steps) != 1 || !steps[0].Close {
 		t.Fatal("short frame not closing")
 	}
 }
@@ -389,5 +403,163 @@ func TestEndpointConnectedFailedEntry(t *testing.T) {
 	}
 	if frame, ok := g.rep.Connected(conn, a); frame != nil || ok {
 		t.Fatalf("Connected: frame %v ok %v, want no answer", frame != nil, ok)
+	}
+}
+
+// splitFrames splits a wire of reply frames into their headers and the
+// getData bodies of successful getData replies (by xid).
+func splitFrames(t *testing.T, wire []byte) (hdrs []jute.ReplyHeader, data map[int32]string) {
+	t.Helper()
+	data = map[int32]string{}
+	for len(wire) > 0 {
+		n := int(binary.BigEndian.Uint32(wire))
+		d := jute.NewDecoder(wire[4:4+n], n)
+		var h jute.ReplyHeader
+		if err := d.ReadRecord(&h); err != nil {
+			t.Fatal(err)
+		}
+		var r jute.GetDataResponse
+		if h.Err == 0 && d.ReadRecord(&r) == nil {
+			data[h.Xid] = string(r.Data)
+		}
+		hdrs = append(hdrs, h)
+		wire = wire[4+n:]
+	}
+	return hdrs, data
+}
+
+// TestEndpointFifo drives pipelined requests through the Endpoint's queue:
+// replies in request order, a read after a write on the connection sees it,
+// a write waits behind earlier reads and syncs, a failed proposal closes
+// the connection without a reply; and, under read-overtakes-write, the
+// read pipelined behind a write does not see it.
+func TestEndpointFifo(t *testing.T) {
+	open := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
+	frame := func(xid, op int32, body jute.Record) []byte {
+		f := jute.Marshal(&jute.RequestHeader{Xid: xid, Type: op})
+		if body != nil {
+			f = append(f, jute.Marshal(body)...)
+		}
+		return f
+	}
+	set := func(xid int32, v string) []byte {
+		return frame(xid, jute.OpSetData, &jute.SetDataRequest{Path: "/r", Data: []byte(v), Version: -1})
+	}
+	get := func(xid int32) []byte { return frame(xid, jute.OpGetData, &jute.PathWatchRequest{Path: "/r"}) }
+	sync := func(xid int32) []byte { return frame(xid, jute.OpSync, &jute.PathRequest{Path: "/r"}) }
+	tests := []struct {
+		name    string
+		mutated bool
+		run     func(t *testing.T, g *endpointRig)
+	}{
+		{name: "a read pipelined behind a write sees it", run: func(t *testing.T, g *endpointRig) {
+			g.ep.Receive(set(1, "new"))
+			g.ep.Receive(get(2))
+			steps, handled, err := g.ep.Next()
+			require.NoError(t, err)
+			require.Equal(t, 2, handled)
+			require.Len(t, steps, 1)
+			wire, closed := g.ep.Replies()
+			require.Empty(t, wire, "nothing before the write applied")
+			require.False(t, closed)
+			a := g.apply(steps[0].Propose)
+			g.ep.Applied(steps[0], a)
+			wire, _ = g.ep.Replies()
+			hdrs, data := splitFrames(t, wire)
+			require.Len(t, hdrs, 2)
+			require.Equal(t, []int32{1, 2}, []int32{hdrs[0].Xid, hdrs[1].Xid})
+			require.Equal(t, a.Zxid, hdrs[1].Zxid)
+			require.Equal(t, "new", data[2])
+		}},
+		{name: "read-overtakes-write: the read misses the write before it", mutated: true, run: func(t *testing.T, g *endpointRig) {
+			g.ep.Receive(set(1, "new"))
+			g.ep.Receive(get(2))
+			steps, _, err := g.ep.Next()
+			require.NoError(t, err)
+			a := g.apply(steps[0].Propose)
+			g.ep.Applied(steps[0], a)
+			wire, _ := g.ep.Replies()
+			hdrs, data := splitFrames(t, wire)
+			require.Equal(t, []int32{1, 2}, []int32{hdrs[0].Xid, hdrs[1].Xid}, "still in order")
+			require.Less(t, hdrs[1].Zxid, a.Zxid)
+			require.Equal(t, "old", data[2])
+		}},
+		{name: "a write waits until the read before it was answered", run: func(t *testing.T, g *endpointRig) {
+			g.ep.Receive(get(1))
+			g.ep.Receive(set(2, "new"))
+			g.ep.Receive(get(3))
+			steps, handled, err := g.ep.Next()
+			require.NoError(t, err)
+			require.Equal(t, 1, handled, "the write and what follows it wait")
+			require.Empty(t, steps)
+			wire, _ := g.ep.Replies()
+			_, data := splitFrames(t, wire)
+			require.Equal(t, "old", data[1])
+			steps, handled, err = g.ep.Next()
+			require.NoError(t, err)
+			require.Equal(t, 2, handled)
+			require.Len(t, steps, 1)
+			g.ep.Applied(steps[0], g.apply(steps[0].Propose))
+			wire, _ = g.ep.Replies()
+			hdrs, data := splitFrames(t, wire)
+			require.Equal(t, []int32{2, 3}, []int32{hdrs[0].Xid, hdrs[1].Xid})
+			require.Equal(t, "new", data[3])
+		}},
+		{name: "sync, read, write: the read waits for the barrier, the write for both", run: func(t *testing.T, g *endpointRig) {
+			g.ep.Receive(sync(1))
+			g.ep.Receive(get(2))
+			g.ep.Receive(set(3, "new"))
+			steps, handled, err := g.ep.Next()
+			require.NoError(t, err)
+			require.Equal(t, 2, handled)
+			require.Len(t, steps, 1)
+			require.True(t, steps[0].Sync)
+			wire, _ := g.ep.Replies()
+			require.Empty(t, wire)
+			g.ep.Synced(steps[0])
+			wire, _ = g.ep.Replies()
+			hdrs, _ := splitFrames(t, wire)
+			require.Equal(t, []int32{1, 2}, []int32{hdrs[0].Xid, hdrs[1].Xid})
+			steps, _, err = g.ep.Next()
+			require.NoError(t, err)
+			require.Len(t, steps, 1)
+			require.NotNil(t, steps[0].Propose)
+		}},
+		{name: "a failed proposal closes the connection without a reply", run: func(t *testing.T, g *endpointRig) {
+			g.ep.Receive(set(1, "new"))
+			g.ep.Receive(get(2))
+			steps, _, err := g.ep.Next()
+			require.NoError(t, err)
+			g.ep.Failed(steps[0])
+			wire, closed := g.ep.Replies()
+			require.Empty(t, wire)
+			require.True(t, closed)
+		}},
+		{name: "a ping reply waits behind a reply with a lower zxid in flight", run: func(t *testing.T, g *endpointRig) {
+			g.ep.Receive(set(1, "new"))
+			steps, _, err := g.ep.Next()
+			require.NoError(t, err)
+			a := g.apply(steps[0].Propose)
+			g.apply(&Proposal{Type: jute.OpSetData, SessionID: endpointSession,
+				Body: jute.Marshal(&jute.SetDataRequest{Path: "/r", Data: []byte("other"), Version: -1})})
+			g.ep.Receive(frame(jute.XidPing, jute.OpPing, nil))
+			_, _, err = g.ep.Next()
+			require.NoError(t, err)
+			g.ep.Applied(steps[0], a)
+			wire, _ := g.ep.Replies()
+			hdrs, _ := splitFrames(t, wire)
+			require.Len(t, hdrs, 2)
+			require.Equal(t, []int32{1, jute.XidPing}, []int32{hdrs[0].Xid, hdrs[1].Xid})
+			require.LessOrEqual(t, hdrs[0].Zxid, hdrs[1].Zxid)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer mutation.Reset()
+			require.NoError(t, mutation.Set(mutation.ReadOvertakesWrite, tt.mutated))
+			g := newEndpointRig(t, nil)
+			g.request(100, jute.OpCreate, &jute.CreateRequest{Path: "/r", Data: []byte("old"), ACL: open})
+			tt.run(t, g)
+		})
 	}
 }

@@ -1,75 +1,55 @@
 package server
 
 import (
-	"crypto/tls"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"sort"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/zkraft/zkraft/consensus"
+	"github.com/zkraft/zkraft/internal/netseam"
 )
 
 // Session liveness in an ensemble. Only the leader expires sessions; a
 // member that holds a session's connection reports that it saw traffic by
 // sending the session id to the leader over the side channel (the election
 // port), at most every half tick. Nothing is written to the log for a ping.
+// What is reported, to whom, and what is kept when a report may be lost is
+// LivenessReports' (liveness.go); this file delivers the reports.
 
 // livenessFrameMax bounds one liveness report.
 const livenessFrameMax = 1 << 20
 
-// touch records traffic of a session on this member.
+// The receiver closes a liveness connection on which nothing arrived for
+// livenessIdlePeriods report periods: a partition can leave a sender's
+// connection half-open, and its reader would otherwise stay until Stop. A
+// sender whose link carried nothing for livenessKeepalivePeriods writes an
+// empty report (its id alone), so a link in use is never idle that long.
+const (
+	livenessIdlePeriods      = 10
+	livenessKeepalivePeriods = 3
+)
+
+// livenessPeriod is the time between two liveness reports: half a tick.
+func (s *Server) livenessPeriod() time.Duration {
+	return time.Duration(s.cfg.TickTimeMs) * time.Millisecond / 2
+}
+
+// touch records traffic of a session on this member (LivenessReports).
 func (s *Server) touch(id int64) {
-	if s.lead.isLeader() || s.cfg.Standalone() {
-		s.tracker.Touch(id)
-		return
-	}
-	s.touchMu.Lock()
-	s.touched[id] = struct{}{}
-	s.touchMu.Unlock()
-}
-
-// takeTouched returns and clears the sessions touched since the last call.
-func (s *Server) takeTouched() []int64 {
-	s.touchMu.Lock()
-	defer s.touchMu.Unlock()
-	if len(s.touched) == 0 {
-		return nil
-	}
-	ids := make([]int64, 0, len(s.touched))
-	for id := range s.touched {
-		ids = append(ids, id)
-	}
-	s.touched = map[int64]struct{}{}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids
-}
-
-// retouch puts ids back into the touched set: a report that may not have
-// reached the leader is merged into the next one.
-func (s *Server) retouch(ids []int64) {
-	if len(ids) == 0 {
-		return
-	}
-	s.touchMu.Lock()
-	for _, id := range ids {
-		s.touched[id] = struct{}{}
-	}
-	s.touchMu.Unlock()
+	s.liveness.Touch(id, s.lead.isLeader() || s.cfg.Standalone(), s.tracker)
 }
 
 // livenessLink is the sender's connection to the leader's liveness port.
-// prev is the last report written: a write that succeeded may still be lost
-// (the leader's side closed, the bytes went nowhere), which the next write
-// on the same connection reveals, so prev is sent again after a failure.
 type livenessLink struct {
-	conn   net.Conn
-	leader uint64
-	prev   []int64
+	conn    net.Conn
+	leader  uint64
+	written time.Time // the last write on conn that returned
 }
 
 func (l *livenessLink) close() {
@@ -77,13 +57,12 @@ func (l *livenessLink) close() {
 		_ = l.conn.Close()
 		l.conn = nil
 	}
-	l.prev = nil
 }
 
 // livenessSender forwards touches to the current leader.
 func (s *Server) livenessSender() {
 	defer s.wg.Done()
-	period := time.Duration(s.cfg.TickTimeMs) * time.Millisecond / 2
+	period := s.livenessPeriod()
 	t := time.NewTicker(period)
 	defer t.Stop()
 	var link livenessLink
@@ -98,51 +77,61 @@ func (s *Server) livenessSender() {
 	}
 }
 
-// reportTouched sends the sessions touched since the last report to leader
-// lead (or touches this member's tracker when it leads). A report that
-// cannot be sent, or may have been lost, stays for the next round.
+// reportTouched runs one round of s.liveness for leader lead and sends its
+// report over link. A report that cannot be sent, or may have been lost,
+// stays for the next round (LivenessReports.Failed). With nothing to
+// report, a link idle for livenessKeepalivePeriods rounds gets an empty
+// report, so the leader's receiver does not close it as idle.
 func (s *Server) reportTouched(link *livenessLink, lead uint64, timeout time.Duration) {
-	ids := s.takeTouched()
-	if s.lead.isLeader() {
-		for _, id := range ids {
-			s.tracker.Touch(id)
-		}
+	r, ok := s.liveness.Next(s.lead.isLeader(), lead, s.tracker)
+	if !ok {
+		s.keepLinkAlive(link, timeout)
 		return
 	}
-	if len(ids) == 0 {
+	if r.NewLink {
+		link.close()
+	}
+	if err := s.sendTouched(link, r, timeout); err != nil {
+		s.log.Debug().Err(err).Uint64("leader", lead).Int("sessions", len(r.IDs)).Msg("liveness report not sent, kept for the next one")
+		link.close()
+		s.liveness.Failed(r)
 		return
 	}
-	if err := s.sendTouched(link, lead, ids, timeout); err != nil {
-		s.log.Debug().Err(err).Uint64("leader", lead).Int("sessions", len(ids)).Msg("liveness report not sent, kept for the next one")
-		s.retouch(ids)
-	}
+	s.liveness.Sent(r)
 }
 
-// sendTouched writes one liveness report of ids to leader lead over link,
-// dialing it when needed. On a write failure the previous report is put back
-// too.
-func (s *Server) sendTouched(link *livenessLink, lead uint64, ids []int64, timeout time.Duration) error {
-	m, ok := s.members()[lead]
+// sendTouched writes report r to its leader over link, dialing the
+// leader's liveness port (through the server's network, with TLS when the
+// quorum uses it) when link has no connection to it.
+func (s *Server) sendTouched(link *livenessLink, r LivenessReport, timeout time.Duration) error {
+	m, ok := s.members()[r.To]
 	if !ok {
 		return errors.New("no known leader")
 	}
-	if link.conn != nil && link.leader != lead {
+	if link.conn != nil && link.leader != r.To {
 		link.close()
 	}
 	if link.conn == nil {
+		ctx, cancel := context.WithTimeout(s.stopCtx, timeout)
 		var c net.Conn
 		var err error
 		if s.quorumTLS != nil {
-			d := tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout}, Config: s.quorumTLS}
-			c, err = d.Dial("tcp", m.ElectionAddr())
+			c, err = netseam.DialTLS(ctx, s.network, "tcp", m.ElectionAddr(), s.quorumTLS)
 		} else {
-			c, err = net.DialTimeout("tcp", m.ElectionAddr(), timeout)
+			c, err = s.network.DialContext(ctx, "tcp", m.ElectionAddr())
 		}
+		cancel()
 		if err != nil {
-			return fmt.Errorf("dial liveness channel of member %d: %w", lead, err)
+			return fmt.Errorf("dial liveness channel of member %d: %w", r.To, err)
 		}
-		link.conn, link.leader = c, lead
+		link.conn, link.leader, link.written = c, r.To, time.Now()
 	}
+	return s.writeReport(link, r.IDs, timeout)
+}
+
+// writeReport writes a report of ids (none for a keepalive) on link's
+// connection.
+func (s *Server) writeReport(link *livenessLink, ids []int64, timeout time.Duration) error {
 	buf := make([]byte, 4, 4+8+8*len(ids))
 	buf = binary.BigEndian.AppendUint64(buf, s.cfg.ServerID)
 	for _, id := range ids {
@@ -151,12 +140,25 @@ func (s *Server) sendTouched(link *livenessLink, lead uint64, ids []int64, timeo
 	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
 	_ = link.conn.SetWriteDeadline(time.Now().Add(timeout))
 	if _, err := link.conn.Write(buf); err != nil {
-		s.retouch(link.prev)
-		link.close()
-		return fmt.Errorf("write liveness report to member %d: %w", lead, err)
+		return fmt.Errorf("write liveness report to member %d: %w", link.leader, err)
 	}
-	link.prev = ids
+	link.written = time.Now()
 	return nil
+}
+
+// keepLinkAlive writes an empty report on link when it carried nothing
+// for livenessKeepalivePeriods rounds. A failed write ends the link and,
+// as any failed write, reveals that the report before it may be lost
+// (LivenessReports.Failed keeps it for the next round).
+func (s *Server) keepLinkAlive(link *livenessLink, period time.Duration) {
+	if link.conn == nil || time.Since(link.written) < livenessKeepalivePeriods*period {
+		return
+	}
+	if err := s.writeReport(link, nil, period); err != nil {
+		s.log.Debug().Err(err).Uint64("leader", link.leader).Msg("liveness keepalive not sent")
+		s.liveness.Failed(LivenessReport{To: link.leader})
+		link.close()
+	}
 }
 
 // livenessReceiver accepts liveness reports from other members. Each
@@ -192,11 +194,19 @@ func (s *Server) livenessReceiver(ln net.Listener) {
 	}
 }
 
-// readLiveness applies the liveness reports read from c until it fails.
+// readLiveness applies the liveness reports read from c until it fails,
+// or nothing arrives for livenessIdlePeriods report periods (the sender
+// went away without a close that reached us; a live sender keeps its link
+// busy, see keepLinkAlive).
 func (s *Server) readLiveness(c net.Conn) {
+	idle := livenessIdlePeriods * s.livenessPeriod()
 	var lenBuf [4]byte
 	for {
+		_ = c.SetReadDeadline(time.Now().Add(idle))
 		if _, err := io.ReadFull(c, lenBuf[:]); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				s.log.Debug().Str("remote", c.RemoteAddr().String()).Dur("idle", idle).Msg("liveness connection idle, closing")
+			}
 			return
 		}
 		n := binary.BigEndian.Uint32(lenBuf[:])
@@ -208,12 +218,12 @@ func (s *Server) readLiveness(c net.Conn) {
 		if _, err := io.ReadFull(c, body); err != nil {
 			return
 		}
-		if from := binary.BigEndian.Uint64(body); !s.acceptsLiveness(from) {
-			continue // a member removed from the ensemble keeps no session alive
-		}
+		from := binary.BigEndian.Uint64(body)
+		ids := make([]int64, 0, len(body)/8-1)
 		for off := 8; off < len(body); off += 8 {
-			s.tracker.Touch(int64(binary.BigEndian.Uint64(body[off:])))
+			ids = append(ids, int64(binary.BigEndian.Uint64(body[off:])))
 		}
+		ReceiveLiveness(s.tracker, s.acceptsLiveness(from), ids)
 	}
 }
 

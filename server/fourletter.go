@@ -119,7 +119,7 @@ func (s *Server) connViews() []connView {
 	for _, c := range conns {
 		min, avg, max := c.stats.latency()
 		v := connView{
-			id: c.id, remote: javaAddr(c.remote), queued: int64(len(c.items)),
+			id: c.id, remote: javaAddr(c.remote), queued: int64(c.replies.pending()),
 			received: c.stats.received.Load(), sent: c.stats.sent.Load(),
 			lastOp: opName(c.stats.lastOp.Load()), established: c.established.UnixMilli(),
 			lastCxid: int64(c.stats.lastCxid.Load()), lastZxid: c.stats.lastZxid.Load(),
@@ -294,8 +294,8 @@ func (s *Server) serverID() int64 {
 
 func (s *Server) clientPort() int {
 	if s.listener != nil {
-		if a, ok := s.listener.Addr().(*net.TCPAddr); ok {
-			return a.Port
+		if port, ok := listenPort(s.listener.Addr()); ok {
+			return port
 		}
 	}
 	return s.cfg.ClientPort
@@ -437,8 +437,17 @@ func (s *Server) raftView() raftView {
 			r.isLeader = 1
 		}
 	}
+	// The raft log on disk: the WAL's segments and raft.db (snapshot
+	// metadata; the whole log before the WAL).
 	if info, err := os.Stat(filepath.Join(s.cfg.LogDir(), "raft.db")); err == nil {
 		r.logDBSize = info.Size()
+	}
+	if entries, err := os.ReadDir(filepath.Join(s.cfg.LogDir(), "wal")); err == nil {
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && strings.HasSuffix(e.Name(), ".wal") && info.Mode().IsRegular() {
+				r.logDBSize += info.Size()
+			}
+		}
 	}
 	// The newest snapshot file (consensus keeps <term>-<index>.snap files).
 	if entries, err := os.ReadDir(filepath.Join(s.cfg.LogDir(), "snap")); err == nil {

@@ -128,7 +128,7 @@ func (o *operability) start() error {
 	cfg := &o.s.cfg
 	if cfg.MetricsEnabled {
 		addr := net.JoinHostPort(cfg.MetricsHost, strconv.Itoa(cfg.MetricsPort))
-		ln, err := net.Listen("tcp", addr)
+		ln, err := o.s.network.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("start Prometheus metrics endpoint on %s: %w", addr, err)
 		}
@@ -141,7 +141,7 @@ func (o *operability) start() error {
 	}
 	if cfg.AdminEnabled {
 		addr := net.JoinHostPort(cfg.AdminAddress, strconv.Itoa(cfg.AdminPort))
-		ln, err := net.Listen("tcp", addr)
+		ln, err := o.s.network.Listen("tcp", addr)
 		if err != nil {
 			o.s.log.Warn().Err(err).Str("addr", addr).Msg("AdminServer not started")
 			return nil
@@ -234,7 +234,7 @@ var gaugeSpecs = func() []gaugeSpec {
 		{key: "raft_persist_batches", name: "zkraft_raft_persist_batches_total", help: "bbolt transactions that wrote raft log entries", counter: true},
 		{key: "raft_persisted_entries", name: "zkraft_raft_persisted_entries_total", help: "Raft log entries written to bbolt", counter: true},
 		{key: "raft_snapshot_size", name: "zkraft_snapshot_size_bytes", help: "Size of the newest snapshot file in bytes"},
-		{key: "raft_log_db_size", name: "zkraft_raft_log_db_size_bytes", help: "Size of the raft log database file in bytes"},
+		{key: "raft_log_db_size", name: "zkraft_raft_log_db_size_bytes", help: "Size of the raft log on disk (WAL segments and raft.db) in bytes"},
 	}
 	for i := range specs {
 		if specs[i].name == "" {

@@ -3,6 +3,8 @@ package server
 import (
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -69,6 +71,10 @@ func TestMetricsEndpoint(t *testing.T) {
 		value(t, fams, name, dto.MetricType_GAUGE)
 	}
 	require.Positive(t, value(t, fams, "zkraft_raft_term", dto.MetricType_GAUGE))
+	// The raft log is the WAL beside raft.db: both count.
+	db, err := os.Stat(filepath.Join(s.cfg.LogDir(), "raft.db"))
+	require.NoError(t, err)
+	require.Greater(t, value(t, fams, "zkraft_raft_log_db_size_bytes", dto.MetricType_GAUGE), float64(db.Size()))
 	require.Positive(t, value(t, fams, "zkraft_raft_applied_index", dto.MetricType_GAUGE))
 	require.Positive(t, value(t, fams, "approximate_data_size", dto.MetricType_GAUGE))
 	require.Positive(t, value(t, fams, "zkraft_raft_persisted_entries_total", dto.MetricType_COUNTER))

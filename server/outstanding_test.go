@@ -57,7 +57,7 @@ func TestDroppedRequestsForgetTheirWaiters(t *testing.T) {
 	s.waiters[reqID] = func(applyResult) {}
 	s.waitMu.Unlock()
 	s.stats.outstanding.Add(1)
-	c.items <- &item{reqID: reqID, ready: make(chan struct{})}
+	require.True(t, c.replies.push(&item{reqID: reqID, ready: make(chan struct{})}))
 	c.dropUnanswered()
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()

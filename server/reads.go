@@ -7,7 +7,7 @@ import (
 	"github.com/zkraft/zkraft/znode"
 )
 
-type buildFunc = func(c *conn, it *item) ([]byte, bool)
+type buildFunc = func(it *item) ([]byte, bool)
 
 func isKnownRead(op int32) bool {
 	switch op {
@@ -35,27 +35,27 @@ func (c *conn) decodeRead(xid, op int32, body []byte) buildFunc {
 		if !unmarshal(&r) {
 			return nil
 		}
-		return func(c *conn, _ *item) ([]byte, bool) { return c.readNode(xid, op, &r, ids), false }
+		return func(*item) ([]byte, bool) { return c.readNode(xid, op, &r, ids), false }
 	case jute.OpGetACL, jute.OpGetAllChildrenNumber, jute.OpGetEphemerals:
 		var r jute.PathRequest
 		if !unmarshal(&r) {
 			return nil
 		}
-		return func(c *conn, _ *item) ([]byte, bool) { return c.readPath(xid, op, r.Path, ids), false }
+		return func(*item) ([]byte, bool) { return c.readPath(xid, op, r.Path, ids), false }
 	case jute.OpWhoAmI:
-		return func(c *conn, _ *item) ([]byte, bool) { return c.whoAmI(xid, ids), false }
+		return func(*item) ([]byte, bool) { return c.whoAmI(xid, ids), false }
 	case jute.OpMultiRead:
 		var r jute.MultiRequest
 		if !unmarshal(&r) {
 			return nil
 		}
-		return func(c *conn, _ *item) ([]byte, bool) { return c.multiRead(xid, &r, ids), false }
+		return func(*item) ([]byte, bool) { return c.multiRead(xid, &r, ids), false }
 	case jute.OpCheckWatches, jute.OpRemoveWatches:
 		var r jute.WatchesRequest
 		if !unmarshal(&r) {
 			return nil
 		}
-		return func(c *conn, _ *item) ([]byte, bool) {
+		return func(*item) ([]byte, bool) {
 			if r.Type < jute.WatcherTypeChildren || r.Type > jute.WatcherTypeAny {
 				return c.reply(xid, c.srv.sm.lastZxid.Load(), jute.ErrMarshallingError, nil), false
 			}
@@ -70,7 +70,7 @@ func (c *conn) decodeRead(xid, op int32, body []byte) buildFunc {
 		if !unmarshal(&r) {
 			return nil
 		}
-		return func(c *conn, _ *item) ([]byte, bool) {
+		return func(*item) ([]byte, bool) {
 			if r.Mode != jute.AddWatchModePersistent && r.Mode != jute.AddWatchModePersistentRecursive {
 				return c.reply(xid, c.srv.sm.lastZxid.Load(), jute.ErrMarshallingError, nil), false
 			}
@@ -84,13 +84,13 @@ func (c *conn) decodeRead(xid, op int32, body []byte) buildFunc {
 		}
 		w2 := jute.SetWatches2{RelativeZxid: r.RelativeZxid, DataWatches: r.DataWatches,
 			ExistWatches: r.ExistWatches, ChildWatches: r.ChildWatches}
-		return func(c *conn, _ *item) ([]byte, bool) { return c.setWatches(xid, &w2), false }
+		return func(*item) ([]byte, bool) { return c.setWatches(xid, &w2), false }
 	case jute.OpSetWatches2:
 		var r jute.SetWatches2
 		if !unmarshal(&r) {
 			return nil
 		}
-		return func(c *conn, _ *item) ([]byte, bool) { return c.setWatches(xid, &r), false }
+		return func(*item) ([]byte, bool) { return c.setWatches(xid, &r), false }
 	}
 	return nil
 }

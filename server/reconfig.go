@@ -137,7 +137,7 @@ func (c *conn) handleReconfig(xid int32, body []byte) bool {
 		it.res.Err, it.res.Zxid = srv.reconfigure(&r)
 		close(it.ready)
 	}()
-	it.build = func(c *conn, it *item) ([]byte, bool) {
+	it.build = func(it *item) ([]byte, bool) {
 		if it.res.Err != 0 {
 			return c.reply(xid, c.srv.sm.lastZxid.Load(), it.res.Err, nil), false
 		}

@@ -16,7 +16,8 @@ import (
 // This file is the seam for tools that drive consensus themselves (the
 // deterministic simulator, cmd/zksim): the replicated state machine of one
 // member, the entries the request path proposes, a client connection's
-// request handling without its goroutines (Endpoint) and the leader-side
+// request handling and request queue without its goroutines (Endpoint,
+// on the requestQueue conn.go drives) and the leader-side
 // session logic (leader change, expiry, lock-delay and container/TTL
 // rounds), exactly as the server uses them. It only exposes the server's
 // own code: the body builders below are the ones the request path calls.
@@ -229,32 +230,44 @@ func ExpireBody(term uint64, connID uint64) []byte {
 }
 
 // Endpoint is one client connection's request handling on a Replica, the
-// server's own code (endpoint.go) without the connection's goroutines and
-// socket: a request frame is decoded, checked and turned into the entry the
-// server proposes (with the connection's session, connection id, write
-// sequence number, xid, auth ids and write options) or answered at once
-// (a refusal, a ping, a read served against the replica's tree, with its
-// watch registered); an applied write's result is turned into its reply
-// frame. The caller owns what conn.go's goroutines do: the order of the
-// replies (conn.go answers a connection's requests in arrival order, a read
-// only after every earlier request was answered), the ReadIndex barrier of
-// a sync, proposing, and the handshake. Not safe for concurrent use with
-// the Replica.
+// server's own code (endpoint.go, requestqueue.go, replyqueue.go) without
+// the connection's goroutines and socket, driven step by step. Receive
+// hands it request frames as the connection's reader reads them; Next
+// handles them in order as the reader does: a request is decoded, checked
+// and queued in the connection's requestQueue, and a write is turned into
+// the entry the server proposes (with the connection's session, connection
+// id, write sequence number, xid, auth ids and write options) only once
+// every read, sync and refusal before it was answered (a write waits there,
+// and the frames after it with it, as the reader waits); Replies answers
+// the queue in arrival order as the connection's writer does: the oldest
+// request once it is ready (a write applied, a sync's barrier applied), a
+// read served against the replica's tree, with its watch registered, only
+// on its turn, notifications and ping replies before the reply that must
+// follow them. The caller owns proposing (Applied and Failed report the
+// outcome), the ReadIndex barrier of a sync (Synced), the wire and the
+// handshake. Not safe for concurrent use with the Replica.
 type Endpoint struct {
-	r       *Replica
-	ep      endpoint
-	auth    []jute.Id
-	opts    znode.Options
-	maxLen  int
-	enc     *jute.Encoder
-	watches watchIndex
-	events  []byte
+	r         *Replica
+	ep        endpoint
+	auth      []jute.Id
+	opts      znode.Options
+	maxLen    int
+	enc       *jute.Encoder
+	watches   watchIndex
+	q         requestQueue
+	replyZxid int64    // zxid of the last reply built (requestQueue.turn)
+	inbox     [][]byte // frames received, not handled yet
+	overflow  bool     // the client left too many notifications unread
 }
 
-// ErrNotInEndpoint is returned by Endpoint.Request for a request the
-// Endpoint does not handle (auth, SASL, reconfig, the other reads): only
-// the server's connection answers those.
+// ErrNotInEndpoint is returned by Endpoint.Next for a request the Endpoint
+// does not handle (auth, SASL, reconfig, the other reads): only the
+// server's connection answers those.
 var ErrNotInEndpoint = errors.New("server: request not handled by Endpoint")
+
+// errNotProposed: the caller reported that a proposal or a sync barrier of
+// the connection failed (Endpoint.Failed).
+var errNotProposed = errors.New("proposal or barrier failed")
 
 // NewEndpoint returns the request handling of connection connID attached
 // to session sessionID (after its createSession or attach entry applied),
@@ -262,84 +275,155 @@ var ErrNotInEndpoint = errors.New("server: request not handled by Endpoint")
 // proposing its writes with opts and reading frames up to maxLen bytes
 // (jute.maxbuffer).
 func (r *Replica) NewEndpoint(sessionID int64, connID uint64, auth []jute.Id, opts znode.Options, maxLen int) *Endpoint {
-	return &Endpoint{r: r, ep: endpoint{sessionID: sessionID, connID: connID}, auth: auth, opts: opts,
+	e := &Endpoint{r: r, ep: endpoint{sessionID: sessionID, connID: connID}, auth: auth, opts: opts,
 		maxLen: maxLen, enc: jute.NewEncoder(nil)}
+	e.q.init(endpointInFlight, maxQueuedNotifications, &e.replyZxid)
+	return e
 }
 
-// Step is what the server does with one request.
+// endpointInFlight bounds an Endpoint's unanswered requests, as
+// maxInFlight does a connection's (smaller: an Endpoint's caller pipelines
+// a few requests, and one is made per simulated connection).
+const endpointInFlight = 64
+
+// Step is a request Next handled that needs the caller.
 type Step struct {
 	Xid int32
 	Op  int32
-	// Reply, if not nil, is the reply frame (length prefix included) the
-	// request is answered with when its turn comes.
-	Reply []byte
 	// Propose, if not nil, is the entry to propose (the caller stamps
-	// Proposer, ReqID and TimeMs); the reply is WriteReply of its result.
-	// If the proposal fails, or its result is ErrConnectionLoss (an earlier
-	// write of the connection was lost), the server closes the connection
-	// without a reply.
+	// Proposer, ReqID and TimeMs), then report its outcome with Applied or
+	// Failed. A failed proposal, or a result of ErrConnectionLoss (an
+	// earlier write of the connection was lost), closes the connection
+	// without a reply when its turn comes.
 	Propose *Proposal
-	// Sync: the request is a sync; it is answered with SyncReply once a
-	// ReadIndex barrier is applied.
+	// Sync: a sync, answered once the caller reports with Synced that a
+	// ReadIndex barrier applied (Failed: no barrier).
 	Sync bool
-	// Close: the server closes the connection after Reply.
+	// Close: the frame is malformed; the server closes the connection at
+	// once, with no reply.
 	Close bool
-	path  string
+	it    *item
 }
 
-// Request handles one request frame (request header and body, without the
-// length prefix), as the server's connection does when it reads it.
-func (e *Endpoint) Request(frame []byte) (Step, error) {
+// Receive queues a request frame (request header and body, without the
+// length prefix), as the connection's reader reads it; Next handles it.
+func (e *Endpoint) Receive(frame []byte) { e.inbox = append(e.inbox, frame) }
+
+// Next handles the received frames in order, as the server's connection
+// reader does, until none is left, the queue is full (back-pressure) or a
+// write must wait for the reads, syncs and refusals before it to be
+// answered (Replies); it returns the steps the caller must act on, and how
+// many frames it handled.
+func (e *Endpoint) Next() (steps []Step, handled int, err error) {
+	for len(e.inbox) > 0 && !e.q.full() {
+		s, ok, err := e.handle(e.inbox[0])
+		if err != nil {
+			e.inbox = e.inbox[1:] // not handled: the server would close
+			return steps, handled, err
+		}
+		if !ok {
+			return steps, handled, nil
+		}
+		e.inbox = e.inbox[1:]
+		handled++
+		if s.Propose != nil || s.Sync || s.Close {
+			steps = append(steps, s)
+		}
+		if s.Close {
+			return steps, handled, nil
+		}
+	}
+	return steps, handled, nil
+}
+
+// queue queues it as the connection's reader does (conn.enqueue).
+func (e *Endpoint) queue(it *item) {
+	e.q.arrive(it)
+	e.q.push(it) // not full: Next checked
+
+}
+
+// refuse queues a reply that needs no waiting, with the last applied zxid
+// when it is built (conn.enqueueReply).
+func (e *Endpoint) refuse(xid, code int32) {
+	e.queue(&item{holdWrites: true, build: func(*item) ([]byte, bool) {
+		return e.reply(xid, e.r.sm.lastZxid.Load(), code, nil), false
+	}})
+}
+
+// handle handles one frame; ok false: it is a write that must wait
+// (requestQueue.mayPropose), handle it again later.
+func (e *Endpoint) handle(frame []byte) (s Step, ok bool, err error) {
 	if len(frame) < 8 {
-		return Step{Close: true}, nil
+		return Step{Close: true}, true, nil
 	}
 	var hdr jute.RequestHeader
 	_ = jute.NewDecoder(frame, len(frame)).ReadRecord(&hdr)
 	body := frame[8:]
-	s := Step{Xid: hdr.Xid, Op: hdr.Type}
-	zxid := e.r.sm.lastZxid.Load()
-	switch hdr.Type {
+	xid, op := hdr.Xid, hdr.Type
+	s = Step{Xid: xid, Op: op}
+	switch op {
 	case jute.OpPing:
-		s.Reply = pingFrame(zxid)
+		if !e.q.pushPing(e.r.sm.lastZxid.Load) {
+			e.overflow = true
+		}
 	case jute.OpDeleteContainer:
-		s.Reply = e.reply(hdr.Xid, zxid, jute.ErrBadArguments, nil)
+		e.refuse(xid, jute.ErrBadArguments)
 	case jute.OpCheck:
-		s.Reply = e.reply(hdr.Xid, zxid, jute.ErrUnimplemented, nil)
+		e.refuse(xid, jute.ErrUnimplemented)
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
 		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti:
-		if code := checkWrite(hdr.Type, body, e.maxLen); code != 0 {
-			s.Reply = e.reply(hdr.Xid, zxid, code, nil)
-			return s, nil
+		if code := checkWrite(op, body, e.maxLen); code != 0 {
+			e.refuse(xid, code)
+			return s, true, nil
 		}
-		en := e.ep.writeEntry(hdr.Xid, hdr.Type, append([]byte(nil), body...), e.auth, e.opts)
+		if !e.q.mayPropose() {
+			return s, false, nil
+		}
+		en := e.ep.writeEntry(xid, op, append([]byte(nil), body...), e.auth, e.opts)
 		s.Propose = e.proposal(en)
 		s.Propose.Options = e.opts
+		s.it = &item{ready: make(chan struct{})}
+		s.it.build = func(it *item) ([]byte, bool) {
+			code, rec := writeReplyBody(op, &it.res)
+			return e.reply(xid, it.res.Zxid, code, rec), false
+		}
+		e.queue(s.it)
 	case jute.OpCloseSession:
-		s.Propose, s.Close = e.proposal(e.ep.closeEntry(hdr.Xid)), true
+		if !e.q.mayPropose() {
+			return s, false, nil
+		}
+		s.Propose = e.proposal(e.ep.closeEntry(xid))
+		s.it = &item{ready: make(chan struct{})}
+		s.it.build = func(it *item) ([]byte, bool) { return e.reply(xid, it.res.Zxid, 0, nil), true }
+		e.queue(s.it)
 	case jute.OpSync:
 		var r jute.PathRequest
 		if jute.Unmarshal(body, &r) != nil {
-			s.Reply = e.reply(hdr.Xid, zxid, jute.ErrMarshallingError, nil)
-			return s, nil
+			e.refuse(xid, jute.ErrMarshallingError)
+			return s, true, nil
 		}
-		s.path = r.Path
-		if !syncBarrier() {
-			s.Reply = e.SyncReply(s)
-			return s, nil
+		it := &item{holdWrites: true, build: func(*item) ([]byte, bool) {
+			return e.reply(xid, e.r.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
+		}}
+		if syncBarrier() {
+			it.ready, s.Sync, s.it = make(chan struct{}), true, it
 		}
-		s.Sync = true
+		e.queue(it)
 	case jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
 		var r jute.PathWatchRequest
 		if jute.NewDecoder(body, e.maxLen).ReadRecord(&r) != nil {
-			s.Reply = e.reply(hdr.Xid, zxid, jute.ErrMarshallingError, nil)
-			return s, nil
+			e.refuse(xid, jute.ErrMarshallingError)
+			return s, true, nil
 		}
-		z, code, rec := readNode(e.r.sm, e, hdr.Type, &r, e.auth)
-		s.Reply = e.reply(hdr.Xid, z, code, rec)
+		e.queue(&item{read: true, build: func(*item) ([]byte, bool) {
+			z, code, rec := readNode(e.r.sm, e, op, &r, e.auth)
+			return e.reply(xid, z, code, rec), false
+		}})
 	default:
-		return s, fmt.Errorf("%w: opcode %d", ErrNotInEndpoint, hdr.Type)
+		return s, false, fmt.Errorf("%w: opcode %d", ErrNotInEndpoint, op)
 	}
-	return s, nil
+	return s, true, nil
 }
 
 func (e *Endpoint) proposal(en *entry) *Proposal {
@@ -347,40 +431,75 @@ func (e *Endpoint) proposal(en *entry) *Proposal {
 		Auth: en.Auth, Body: en.Body}
 }
 
-// WriteReply is the reply frame of s's applied proposal.
-func (e *Endpoint) WriteReply(s Step, a Applied) []byte {
-	if s.Op == jute.OpCloseSession {
-		return e.reply(s.Xid, a.Zxid, 0, nil)
+// Applied reports the applied result of s's proposal.
+func (e *Endpoint) Applied(s Step, a Applied) {
+	// An Err of ErrConnectionLoss is errOutOfOrder: no reply.
+	s.it.res = applyResult{Zxid: a.Zxid, Err: a.Err, Res: znode.Result{Path: a.Path, Stat: a.Stat, Multi: a.Multi}}
+	close(s.it.ready)
+}
+
+// Synced reports that the ReadIndex barrier of sync s applied.
+func (e *Endpoint) Synced(s Step) { close(s.it.ready) }
+
+// Failed reports that s's proposal or barrier failed: the connection is
+// closed, with no reply, when its turn comes.
+func (e *Endpoint) Failed(s Step) {
+	s.it.err = errNotProposed
+	close(s.it.ready)
+}
+
+// Replies answers the queued requests in arrival order, as the server's
+// connection writer does, up to the first one that is not ready: it
+// returns the frames (length prefix included) the connection writes now,
+// notifications and ping replies in their place among the replies, and
+// whether the connection is then closed (a closeSession answered, a
+// request that failed without an answer, a client that does not read its
+// notifications).
+func (e *Endpoint) Replies() (wire []byte, closed bool) {
+	write := func(pings, events []queuedEvent) {
+		_ = writeOOB(pings, events, func(f []byte) bool { wire = append(wire, f...); return true })
 	}
-	res := applyResult{Zxid: a.Zxid, Err: a.Err, Res: znode.Result{Path: a.Path, Stat: a.Stat, Multi: a.Multi}}
-	code, body := writeReplyBody(s.Op, &res)
-	return e.reply(s.Xid, a.Zxid, code, body)
-}
-
-// SyncReply is the reply frame of sync s once its ReadIndex barrier was
-// applied.
-func (e *Endpoint) SyncReply(s Step) []byte {
-	return e.reply(s.Xid, e.r.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: s.path})
-}
-
-// Events returns the notification frames of the endpoint's watches fired
-// since the last call, in zxid order.
-func (e *Endpoint) Events() []byte {
-	ev := e.events
-	e.events = nil
-	return ev
+	for !e.overflow {
+		it := e.q.front()
+		if it == nil {
+			write(e.q.idle())
+			return wire, false
+		}
+		if !it.isReady() {
+			write(e.q.whileWaiting(e.r.sm.lastZxid.Load()))
+			return wire, false
+		}
+		if !e.q.answers(it) {
+			return wire, true
+		}
+		frame, closeAfter, _, pings, events := e.q.turn(it)
+		e.q.pop()
+		write(pings, events)
+		wire = append(wire, frame...)
+		if closeAfter {
+			return wire, true
+		}
+	}
+	return wire, true
 }
 
 // Close drops the endpoint's watches, as the server does when a connection
 // ends.
 func (e *Endpoint) Close() { e.r.sm.watches.removeWatcher(e) }
 
+// reply encodes a reply frame (a copy) and records its zxid.
 func (e *Endpoint) reply(xid int32, zxid int64, code int32, body jute.Record) []byte {
+	e.replyZxid = zxid
 	return append([]byte(nil), encodeReply(e.enc, xid, zxid, code, body)...)
 }
 
-// notify implements watcher.
-func (e *Endpoint) notify(frame []byte, _ int64) { e.events = append(e.events, frame...) }
+// notify implements watcher: the notification of a change made by zxid is
+// queued, as on the server's connection.
+func (e *Endpoint) notify(frame []byte, zxid int64) {
+	if !e.q.pushEvent(zxid, frame) {
+		e.overflow = true
+	}
+}
 
 // ownWatches implements watcher.
 func (e *Endpoint) ownWatches() *watchIndex { return &e.watches }

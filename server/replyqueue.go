@@ -11,8 +11,9 @@ import (
 // waiting item is due or timed out, whether it is answered at all, and when
 // a write may be proposed. It starts no goroutine, never blocks and takes
 // one leaf lock (mu, over the out-of-band queue); the caller supplies the
-// time and the applied zxid. The connection's writer (conn.go) does the
-// waiting and the writing; items themselves are built outside mu, so a read
+// time and the applied zxid. It is part of requestQueue (requestqueue.go),
+// which conn.go's goroutines and Endpoint drive; they do the waiting and the
+// writing. Items themselves are built outside mu, so a read
 // (which takes stateMachine.mu's read side) never runs under it while Apply,
 // holding the write side, queues events through pushEvent.
 type replyQueue struct {
@@ -148,18 +149,15 @@ func (q *replyQueue) answers(it *item) bool {
 	return it.ready == nil || (it.err == nil && it.res.Err != errOutOfOrder)
 }
 
-// enqueued records that it was queued for the writer.
-func (q *replyQueue) enqueued(it *item) {
-	if it.holdsWrites() {
-		q.holding.Add(1)
-	}
-}
-
 // answered records that it was answered (or dropped before it was queued);
-// true when it was the last item holding writes back, so a reader waiting
-// in mayPropose's loop is to be woken.
+// true when it was the last item holding writes back (requestQueue.arrive),
+// so a reader waiting in mayPropose's loop is to be woken.
 func (q *replyQueue) answered(it *item) bool {
-	return it.holdsWrites() && q.holding.Add(-1) == 0
+	if !it.held {
+		return false
+	}
+	it.held = false
+	return q.holding.Add(-1) == 0
 }
 
 // mayPropose reports whether every read and holdWrites item queued before

@@ -122,26 +122,6 @@ func TestReplyQueueItems(t *testing.T) {
 			require.True(t, q.answers(&item{ready: make(chan struct{})}))
 			require.True(t, q.answers(&item{read: true}))
 		}},
-		{"a write is proposed only after earlier reads and holdWrites items were answered", func(t *testing.T, q *replyQueue) {
-			read, sync, write := &item{read: true}, &item{holdWrites: true}, &item{ready: make(chan struct{})}
-			require.True(t, q.mayPropose())
-			q.enqueued(read)
-			q.enqueued(sync)
-			q.enqueued(write)
-			require.False(t, q.mayPropose())
-			require.False(t, q.answered(read), "a sync is still pending")
-			require.False(t, q.mayPropose())
-			require.True(t, q.answered(sync), "the last holding item wakes the reader")
-			require.True(t, q.mayPropose())
-			require.False(t, q.answered(write), "a write holds nothing back")
-			require.True(t, q.mayPropose())
-		}},
-		{"an item dropped before it was queued releases its hold", func(t *testing.T, q *replyQueue) {
-			read := &item{read: true}
-			q.enqueued(read)
-			require.True(t, q.answered(read))
-			require.True(t, q.mayPropose())
-		}},
 		{"notification back-pressure: past maxOOB unread events the push fails", func(t *testing.T, q *replyQueue) {
 			require.True(t, q.pushEvent(1, []byte("e1")))
 			require.True(t, q.pushEvent(2, []byte("e2")))

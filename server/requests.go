@@ -62,7 +62,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
 	}
 	c.log.Warn().Int32("opcode", op).Msg("unknown opcode, closing connection")
-	c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+	c.enqueue(&item{build: func(*item) ([]byte, bool) {
 		return c.reply(xid, -1, jute.ErrUnimplemented, nil), true // ZooKeeper's zxid here is -1
 	}})
 	<-c.done
@@ -73,7 +73,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 // applied one when it is written (auth replies carry 0), so later writes
 // wait until it was written (holdWrites).
 func (c *conn) enqueueReply(xid, code int32, body jute.Record, closeAfter bool) bool {
-	return c.enqueue(&item{holdWrites: true, build: func(c *conn, _ *item) ([]byte, bool) {
+	return c.enqueue(&item{holdWrites: true, build: func(*item) ([]byte, bool) {
 		zxid := c.srv.sm.lastZxid.Load()
 		if xid == jute.XidAuth {
 			zxid = 0
@@ -111,14 +111,14 @@ func (c *conn) handleAuth(xid int32, body []byte) bool {
 	}
 	if added == nil {
 		c.log.Info().Str("scheme", p.Scheme).Msg("auth failed, closing connection")
-		c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+		c.enqueue(&item{build: func(*item) ([]byte, bool) {
 			return c.reply(xid, 0, jute.ErrAuthFailed, nil), true
 		}})
 		<-c.done
 		return false
 	}
 	c.addAuthIDs(added)
-	return c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+	return c.enqueue(&item{build: func(*item) ([]byte, bool) {
 		return c.reply(xid, 0, 0, nil), false
 	}})
 }
@@ -151,7 +151,7 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 		return false
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
-	it.build = func(c *conn, it *item) ([]byte, bool) { return c.writeReply(xid, op, &it.res), false }
+	it.build = func(it *item) ([]byte, bool) { return c.writeReply(xid, op, &it.res), false }
 	e := c.ep.writeEntry(xid, op, body, *c.authIDs.Load(), c.srv.sm.treeOpts)
 	// Body aliases the read buffer, reused for the next frame once this
 	// returns: propose encodes the entry (a copy) before it returns, and e
@@ -204,7 +204,7 @@ func (c *conn) handleClose(xid int32) bool {
 		return false
 	}
 	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout)}
-	it.build = func(c *conn, it *item) ([]byte, bool) { return c.reply(xid, it.res.Zxid, 0, nil), true }
+	it.build = func(it *item) ([]byte, bool) { return c.reply(xid, it.res.Zxid, 0, nil), true }
 	e := c.ep.closeEntry(xid)
 	if !c.proposeItem(it, e) {
 		return false
@@ -221,7 +221,7 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
 	}
 	if !syncBarrier() {
-		return c.enqueue(&item{holdWrites: true, build: func(c *conn, _ *item) ([]byte, bool) {
+		return c.enqueue(&item{holdWrites: true, build: func(*item) ([]byte, bool) {
 			return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
 		}})
 	}
@@ -234,7 +234,7 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 		_, it.err = c.srv.node.ReadIndex(ctx)
 		close(it.ready)
 	})
-	it.build = func(c *conn, it *item) ([]byte, bool) {
+	it.build = func(it *item) ([]byte, bool) {
 		return c.reply(xid, c.srv.sm.lastZxid.Load(), 0, &jute.PathRequest{Path: r.Path}), false
 	}
 	return c.enqueue(it)

@@ -72,7 +72,7 @@ func (c *conn) handleSASL(xid int32, body []byte) bool {
 	login := c.srv.sasl
 	if login == nil {
 		// No SASL login: ZooKeeper answers Ok with a null token, zxid 0.
-		return c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+		return c.enqueue(&item{build: func(*item) ([]byte, bool) {
 			return c.reply(xid, 0, 0, &jute.BufferRecord{}), false
 		}})
 	}
@@ -93,7 +93,7 @@ func (c *conn) handleSASL(xid int32, body []byte) bool {
 			if required {
 				code = jute.ErrSessionClosedRequireAuth
 			}
-			c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+			c.enqueue(&item{build: func(*item) ([]byte, bool) {
 				// The null token is written with the error: the Java
 				// client reads it before it looks at the code.
 				return c.replyWithBody(xid, 0, code, &jute.BufferRecord{}), true
@@ -112,7 +112,7 @@ func (c *conn) handleSASL(xid int32, body []byte) bool {
 		c.log.Info().Str("session", sessionHex(c.sessionID)).Str("sasl", user).Msg("client SASL authenticated")
 	}
 	rec := &jute.BufferRecord{Token: token}
-	return c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+	return c.enqueue(&item{build: func(*item) ([]byte, bool) {
 		return c.reply(xid, 0, 0, rec), false
 	}})
 }
@@ -140,7 +140,7 @@ func (c *conn) authEnforced() bool {
 func (c *conn) refuseUnauthenticated(xid int32) bool {
 	c.log.Warn().Str("session", sessionHex(c.sessionID)).Strs("required", c.srv.cfg.EnforcedAuthSchemes()).
 		Msg("client has not authenticated with a required scheme, closing connection")
-	c.enqueue(&item{build: func(c *conn, _ *item) ([]byte, bool) {
+	c.enqueue(&item{build: func(*item) ([]byte, bool) {
 		return c.reply(xid, 0, jute.ErrSessionClosedRequireAuth, nil), true
 	}})
 	<-c.done

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkraft/zkraft/consensus"
 	"github.com/zkraft/zkraft/internal/mutation"
+	"github.com/zkraft/zkraft/internal/netseam"
 	"github.com/zkraft/zkraft/session"
 	"github.com/zkraft/zkraft/znode"
 )
@@ -24,9 +25,10 @@ import (
 // Server is one zkraft member: client connections in front of a raft group
 // (one member when standalone). See doc.go for the request path.
 type Server struct {
-	cfg   Config
-	log   zerolog.Logger
-	start time.Time
+	cfg     Config
+	log     zerolog.Logger
+	start   time.Time
+	network netseam.Network // cfg.Network, or the operating system's
 
 	sm      *stateMachine
 	node    *consensus.Node
@@ -60,9 +62,8 @@ type Server struct {
 	quorumTLS *tls.Config
 
 	// Ensemble state.
-	serving    atomic.Bool // false while no leader with a quorum is known
-	touchMu    sync.Mutex
-	touched    map[int64]struct{} // sessions seen since the last liveness report
+	serving    atomic.Bool      // false while no leader with a quorum is known
+	liveness   *LivenessReports // sessions seen since the last liveness report
 	memberMu   sync.RWMutex
 	memberSet  map[uint64]Member
 	peerLn     net.Listener // liveness side channel
@@ -82,19 +83,20 @@ func New(cfg Config, log zerolog.Logger) *Server {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	s := &Server{
-		cfg:     cfg,
-		log:     log,
-		start:   time.Now(),
-		watches: newWatchManager(),
-		tracker: session.NewTracker(session.SystemClock{}, int64(cfg.TickTimeMs)),
-		ids:     session.NewIDGenerator(uint8(cfg.ServerID), time.Now().UnixMilli()),
-		waiters: map[uint64]func(applyResult){},
-		reqBase: binary.BigEndian.Uint64(b[:]) &^ 0xffffffff,
-		conns:   map[*conn]struct{}{},
-		bySess:  map[int64]*conn{},
-		perIP:   map[string]int{},
-		stopC:   make(chan struct{}),
-		touched: map[int64]struct{}{},
+		cfg:      cfg,
+		log:      log,
+		start:    time.Now(),
+		network:  netseam.Or(cfg.Network),
+		watches:  newWatchManager(),
+		tracker:  session.NewTracker(session.SystemClock{}, int64(cfg.TickTimeMs)),
+		ids:      session.NewIDGenerator(uint8(cfg.ServerID), time.Now().UnixMilli()),
+		waiters:  map[uint64]func(applyResult){},
+		reqBase:  binary.BigEndian.Uint64(b[:]) &^ 0xffffffff,
+		conns:    map[*conn]struct{}{},
+		bySess:   map[int64]*conn{},
+		perIP:    map[string]int{},
+		stopC:    make(chan struct{}),
+		liveness: NewLivenessReports(),
 	}
 	s.stopCtx, s.stopCtxC = context.WithCancel(context.Background())
 	s.serving.Store(true)
@@ -160,10 +162,10 @@ func (s *Server) Start() (err error) {
 		ccfg.Peers = consensusPeers(s.cfg.Members)
 		s.transport = consensus.NewTCPTransport(consensus.TCPConfig{
 			ID: s.cfg.ServerID, ListenAddr: self.PeerAddr(), Peers: ccfg.Peers, Logger: s.log,
-			TLS: s.quorumTLS, WarnAfter: ccfg.TickInterval * consensus.DefaultElectionTicks,
+			TLS: s.quorumTLS, WarnAfter: ccfg.TickInterval * consensus.DefaultElectionTicks, Network: s.network,
 		})
 		ccfg.Transport = s.transport
-		ln, err := net.Listen("tcp", self.ElectionAddr())
+		ln, err := s.network.Listen("tcp", self.ElectionAddr())
 		if err != nil {
 			return fmt.Errorf("listen on election port %s: %w", self.ElectionAddr(), err)
 		}
@@ -184,7 +186,7 @@ func (s *Server) Start() (err error) {
 	}
 	if s.cfg.ClientPort >= 0 {
 		addr := net.JoinHostPort(s.cfg.ClientPortAddress, strconv.Itoa(s.cfg.ClientPort))
-		ln, err := net.Listen("tcp", addr)
+		ln, err := s.network.Listen("tcp", addr)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", addr, err)
 		}

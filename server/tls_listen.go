@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
@@ -27,7 +28,7 @@ func (s *Server) listenSecure() error {
 		return nil
 	}
 	addr := s.cfg.SecureClientAddr()
-	ln, err := net.Listen("tcp", addr)
+	ln, err := s.network.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on secure client port %s: %w", addr, err)
 	}
@@ -49,10 +50,24 @@ func (s *Server) SecureAddr() net.Addr {
 
 // secureClientPort is the port of the TLS listener, or -1 (conf's value).
 func (s *Server) secureClientPort() int {
-	if a, ok := s.SecureAddr().(*net.TCPAddr); ok {
-		return a.Port
+	if s.secureLn == nil {
+		return -1
+	}
+	if port, ok := listenPort(s.secureLn.Addr()); ok {
+		return port
 	}
 	return -1
+}
+
+// listenPort is the port of a listener's address on any network (the
+// operating system's *net.TCPAddr, memnet's): its String is "host:port".
+func listenPort(a net.Addr) (int, bool) {
+	_, p, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return 0, false
+	}
+	port, err := strconv.Atoi(p)
+	return port, err == nil
 }
 
 // startTLS registers a connection of the secure client port and serves it

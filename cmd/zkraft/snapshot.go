@@ -255,7 +255,7 @@ func snapshotRestore(args []string, stdout, stderr io.Writer) int {
 		"Without --config: a standalone server. With --config: a member of the ensemble its server.N lines list;\n"+
 		"restore every member from the same FILE, each with its own --myid (or myid file), then start them all.\n"+
 		"/zookeeper/config is emptied: the first leader publishes the zoo.cfg membership there.\n", stdout)
-	dataDir := fs.String("data-dir", "", "the new data directory: raft.db and snap/ (the member's dataLogDir if it has one)")
+	dataDir := fs.String("data-dir", "", "the new data directory: raft.db, wal/ and snap/ (the member's dataLogDir if it has one)")
 	cfgPath := fs.String("config", "", "zoo.cfg whose server.N lines are the ensemble (none: standalone)")
 	myid := fs.Uint64("myid", 0, "this member's id (default: the myid file of dataDir, NEW unless zoo.cfg has a dataLogDir; written there when missing)")
 	bump := fs.Uint64("bump-index", 0, "start the raft index (zxid) this far above the backup's, so zxids the source handed out\n"+

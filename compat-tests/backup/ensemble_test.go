@@ -47,7 +47,7 @@ func TestRestoreEnsemble(t *testing.T) {
 		m.Stop()
 	}
 	for _, m := range cl.Members {
-		for _, name := range []string{"raft.db", "snap"} {
+		for _, name := range []string{"raft.db", "wal", "snap"} {
 			if err := os.RemoveAll(filepath.Join(m.DataDir, name)); err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +152,7 @@ func TestRestoreEnsembleElsewhere(t *testing.T) {
 		}()
 	}
 	for _, m := range b.Members {
-		for _, name := range []string{"raft.db", "snap"} {
+		for _, name := range []string{"raft.db", "wal", "snap"} {
 			if err := os.RemoveAll(filepath.Join(m.DataDir, name)); err != nil {
 				t.Fatal(err)
 			}

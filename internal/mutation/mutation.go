@@ -58,10 +58,15 @@ const (
 	// ReadIndex barrier (server's request path, syncBarrier), so a read
 	// sent after it may be served from a member's stale state.
 	SyncWithoutBarrier Name = "sync-without-barrier"
+	// ReadOvertakesWrite builds a read's reply when the read arrives
+	// instead of on its turn, after every earlier request of its connection
+	// was answered (server's requestQueue.arrive), so a read pipelined
+	// behind a write of the same connection may not see it.
+	ReadOvertakesWrite Name = "read-overtakes-write"
 )
 
 var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
-	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier}
+	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite}
 
 // on[i] is whether all[i] is switched on.
 var on = make([]atomic.Bool, len(all))

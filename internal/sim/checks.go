@@ -275,8 +275,11 @@ func (k *checks) counterWrite(c *client, token, v int64) {
 // register history, checked by internal/check
 
 // record adds one finished operation on the register to the history. A
-// client has one operation in flight, so each client's operations are
-// recorded in the order it issued them.
+// client's requests are answered in the order it sent them (the fifo
+// checker fails the run otherwise), and an operation lost with its
+// connection is recorded when the loss is noticed, before anything later
+// is sent, so each client's operations are recorded in the order it issued
+// them.
 func (k *checks) record(op check.RegisterOp) {
 	k.history = append(k.history, op)
 }
@@ -474,5 +477,85 @@ func (k *checks) finalNodes() {
 			k.w.fail(chkNodes, "%s removable since %v, still there at %v (bound %v)", p, due, k.w.now, limit)
 			return
 		}
+	}
+}
+
+// FIFO client order, per connection (chkFifo): replies come in the order
+// the requests were sent, reply zxids never go backwards, a read sent after
+// a write of the connection shows it, and a watch's event comes before any
+// reply that shows the change it announces.
+
+const chkFifo = "fifo"
+
+// fifoConn is what the FIFO checker knows of a client's current
+// connection; a new connection starts afresh.
+type fifoConn struct {
+	zxid    int64 // highest reply zxid so far
+	zxidXid int32 // the xid of the reply that carried it
+	// the connection's last successful setData of the register: the
+	// replies of reads sent after it must show it or a later write
+	wrote     bool
+	wroteXid  uint64
+	wroteZxid int64
+	wroteData string
+	// watches set and not fired: path -> the mzxid the watching read saw
+	armed map[string]int64
+}
+
+// event notes a notification for path: its watch fired.
+func (f *fifoConn) event(path string) { delete(f.armed, path) }
+
+// fifoZxid checks the zxid of a reply (or ping reply) to xid on c's
+// connection against the replies before it.
+func (k *checks) fifoZxid(c *client, xid int32, zxid int64) {
+	f := &c.order
+	if zxid <= 0 { // replies that carry no zxid (auth: 0)
+		return
+	}
+	if zxid < f.zxid {
+		k.w.fail(chkFifo, "client %d connection %d: reply to xid %d carries zxid %#x after the reply to xid %d carried %#x",
+			c.idx, c.connID, xid, zxid, f.zxidXid, f.zxid)
+		return
+	}
+	f.zxid, f.zxidXid = zxid, xid
+}
+
+// fifoReply checks a successful reply to cl (replies arrive in order, so
+// every reply before it answered a request sent before cl's): a read of
+// the register shows the connection's last write of it, and no reply shows
+// a change to a watched node whose event did not come first. Then it notes
+// cl's write or watch.
+func (k *checks) fifoReply(c *client, cl *call, resp *response) {
+	f := &c.order
+	if resp.err != 0 {
+		return
+	}
+	shows := cl.op == jute.OpSetData || cl.op == jute.OpGetData || cl.op == jute.OpExists
+	if !shows {
+		return
+	}
+	if cl.path == registerPath && f.wrote && cl.op != jute.OpSetData {
+		switch {
+		case resp.stat.Mzxid < f.wroteZxid:
+			k.w.fail(chkFifo, "client %d connection %d: read (xid %d) sent after its write (xid %d, zxid %#x) shows mzxid %#x",
+				c.idx, c.connID, cl.xid, f.wroteXid, f.wroteZxid, resp.stat.Mzxid)
+		case cl.op == jute.OpGetData && resp.stat.Mzxid == f.wroteZxid && string(resp.data) != f.wroteData:
+			k.w.fail(chkFifo, "client %d connection %d: read (xid %d) after its write (xid %d) of %q at zxid %#x shows %q",
+				c.idx, c.connID, cl.xid, f.wroteXid, f.wroteData, f.wroteZxid, resp.data)
+		}
+	}
+	if at, ok := f.armed[cl.path]; ok && resp.stat.Mzxid > at {
+		k.w.fail(chkFifo, "client %d connection %d: reply to xid %d shows %s changed at zxid %#x, after its watch was set (mzxid %#x), before the watch's event",
+			c.idx, c.connID, cl.xid, cl.path, resp.stat.Mzxid, at)
+		delete(f.armed, cl.path)
+	}
+	if cl.op == jute.OpSetData && cl.path == registerPath {
+		f.wrote, f.wroteXid, f.wroteZxid, f.wroteData = true, cl.xid, resp.stat.Mzxid, cl.data
+	}
+	if cl.watch {
+		if f.armed == nil {
+			f.armed = map[string]int64{}
+		}
+		f.armed[cl.path] = resp.stat.Mzxid
 	}
 }

@@ -20,10 +20,25 @@ const (
 // call is a client request waiting for its answer.
 type call struct {
 	xid     uint64
-	op      int32 // the opcode of its request frame (0: connect or attach)
-	syncXid int32 // the xid of the sync sent just before it, if any
+	op      int32  // the opcode of its request frame (0: connect or attach)
+	path    string // the node it is about
+	watch   bool   // a read that sets a watch
+	data    string // the data a setData writes
 	onReply func(response)
 	onLost  func() // connection lost or timed out before an answer
+}
+
+// part is one request of a pipeline: its opcode, its body, the node it is
+// about, and what to do with its answer (nil: nothing) or if it is lost.
+type part struct {
+	op      int32
+	body    []byte
+	path    string
+	watch   bool   // a read that sets a watch
+	data    string // the data a setData writes
+	tracked bool   // a write on a container or TTL node the checkers follow
+	onReply func(response)
+	onLost  func()
 }
 
 type lockState int
@@ -36,7 +51,8 @@ const (
 	lockHolding            // in the critical section
 )
 
-// client is one ZooKeeper client: one request at a time plus pings, a
+// client is one ZooKeeper client: one request or one pipeline of requests
+// at a time (sent without waiting for each other's answers) plus pings, a
 // session it reattaches to other members when its connection is lost, a
 // register workload (recorded for the linearizability check) and a
 // Curator-style lock (ephemeral-sequential node, lowest holds).
@@ -52,7 +68,8 @@ type client struct {
 	sess       int64
 	sessGen    int
 	xid        uint64
-	inflight   *call
+	inflight   []*call       // sent, not answered, in xid order
+	order      fifoConn      // the FIFO checker's view of the connection
 	lastHeard  time.Duration // last answer on the current session
 	lastOK     time.Duration // last successful operation
 	lastZxid   int64         // highest zxid seen on the current session
@@ -71,55 +88,77 @@ type client struct {
 
 func newClient(w *world, idx int) *client { return &client{w: w, idx: idx, member: -1} }
 
-// send sends request r: a connect or attach as such, anything else as
-// ZooKeeper request frames (a sync frame first for a read after a sync,
-// pipelined as a ZooKeeper client does) that the member hands to the
-// server's request handling (server.Endpoint).
-func (c *client) send(r *request, onReply func(response), onLost func()) {
-	cl := &call{onReply: onReply, onLost: onLost}
-	var frames [][]byte
-	if r.kind == reqConnect || r.kind == reqAttach {
-		// A ZooKeeper ConnectRequest: a new session asks with id 0 and a
-		// zero password, a reattach with its id and password; both carry
-		// the last zxid the client saw (a member behind it refuses).
-		req := jute.ConnectRequest{LastZxidSeen: c.lastZxid, TimeOut: int32(sessionTimeout / time.Millisecond),
-			Passwd: make([]byte, 16)}
-		if r.kind == reqAttach {
-			req.SessionID, req.Passwd = c.sess, c.passwd
-		}
-		frame := jute.Marshal(&req)
-		frames = append(frames, binary.BigEndian.AppendUint32(nil, uint32(len(frame))))
-		frames[0] = append(frames[0], frame...)
+// connect sends a connect or attach request.
+func (c *client) connect(kind reqKind, onReply func(response)) {
+	// A ZooKeeper ConnectRequest: a new session asks with id 0 and a zero
+	// password, a reattach with its id and password; both carry the last
+	// zxid the client saw (a member behind it refuses).
+	req := jute.ConnectRequest{LastZxidSeen: c.lastZxid, TimeOut: int32(sessionTimeout / time.Millisecond),
+		Passwd: make([]byte, 16)}
+	if kind == reqAttach {
+		req.SessionID, req.Passwd = c.sess, c.passwd
 	}
-	if r.kind == reqSyncRead || r.kind == reqChildren {
-		c.xid++
-		cl.syncXid = int32(c.xid)
-		frames = append(frames, requestFrame(cl.syncXid, jute.OpSync, jute.Marshal(&jute.PathRequest{Path: r.path})))
-	}
+	frame := jute.Marshal(&req)
 	c.xid++
-	cl.xid = c.xid
-	switch r.kind {
-	case reqWrite:
-		cl.op = r.op
-		frames = append(frames, requestFrame(int32(c.xid), r.op, r.body))
-	case reqRead, reqSyncRead:
-		cl.op = jute.OpGetData
-	case reqChildren:
-		cl.op = jute.OpGetChildren
-	}
-	if cl.op == jute.OpGetData || cl.op == jute.OpGetChildren {
-		frames = append(frames, requestFrame(int32(c.xid), cl.op, jute.Marshal(&jute.PathWatchRequest{Path: r.path})))
-	}
-	r.xid, r.connID, r.session, r.frames = c.xid, c.connID, c.sess, frames
-	r.op, r.body = 0, nil // only the frames go on the wire
-	c.inflight = cl
+	cl := &call{xid: c.xid, onReply: onReply}
+	r := &request{kind: kind, xid: c.xid, connID: c.connID, session: c.sess,
+		frames: [][]byte{append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)}}
+	c.inflight = []*call{cl}
 	c.post(r)
+	c.timeout(cl)
+}
+
+// send sends the requests of parts as ZooKeeper request frames, pipelined
+// as a ZooKeeper client does: all at once, each answered in its turn.
+func (c *client) send(parts ...part) {
+	r := &request{kind: reqFrames, connID: c.connID, session: c.sess}
+	var last *call
+	for _, p := range parts {
+		c.xid++
+		last = &call{xid: c.xid, op: p.op, path: p.path, watch: p.watch, data: p.data, onReply: p.onReply, onLost: p.onLost}
+		c.inflight = append(c.inflight, last)
+		r.frames = append(r.frames, requestFrame(int32(c.xid), p.op, p.body))
+		path := ""
+		if p.tracked {
+			path = p.path
+		}
+		r.paths = append(r.paths, path)
+	}
+	c.post(r)
+	c.timeout(last)
+}
+
+// timeout disconnects if cl is still unanswered after requestTimeout.
+func (c *client) timeout(cl *call) {
 	epoch := c.epoch
 	c.w.after(requestTimeout, func() {
-		if c.epoch == epoch && c.inflight == cl {
+		if c.epoch == epoch && slices.Contains(c.inflight, cl) {
 			c.disconnect("request timeout")
 		}
 	})
+}
+
+// syncPart is a sync of path.
+func syncPart(path string) part {
+	return part{op: jute.OpSync, body: jute.Marshal(&jute.PathRequest{Path: path}), path: path}
+}
+
+// readPart is a getData (or getChildren, exists) of path.
+func readPart(op int32, path string, watch bool, onReply func(response)) part {
+	return part{op: op, body: jute.Marshal(&jute.PathWatchRequest{Path: path, Watch: watch}), path: path,
+		watch: watch, onReply: onReply}
+}
+
+// tracked marks a write on a container or TTL node, which the checkers
+// follow.
+func tracked(p part) part {
+	p.tracked = true
+	return p
+}
+
+// writePart is a write of op with body on path.
+func writePart(op int32, path string, body jute.Record, onReply func(response), onLost func()) part {
+	return part{op: op, body: jute.Marshal(body), path: path, onReply: onReply, onLost: onLost}
 }
 
 func (c *client) post(r *request) {
@@ -157,10 +196,10 @@ func (c *client) receive(resp response) {
 		c.receiveFrames(resp.wire)
 		return
 	}
-	cl := c.inflight
-	if cl == nil || cl.xid != resp.xid {
+	if len(c.inflight) == 0 || c.inflight[0].xid != resp.xid {
 		return
 	}
+	cl := c.inflight[0]
 	// A ConnectResponse: timeout 0 is ZooKeeper's answer to a session
 	// that is gone.
 	var cr jute.ConnectResponse
@@ -179,12 +218,14 @@ func (c *client) receive(resp response) {
 	default:
 		c.passwd = cr.Passwd
 	}
-	c.inflight = nil
+	c.inflight = c.inflight[1:]
 	c.lastHeard = c.w.now
 	cl.onReply(resp)
 }
 
-// receiveFrames decodes the reply frames of a member's server.Endpoint.
+// receiveFrames decodes the reply frames of a member's server.Endpoint:
+// notifications, ping replies and the replies to the calls in flight, which
+// must come in the order they were sent (the FIFO checker).
 func (c *client) receiveFrames(wire []byte) {
 	for len(wire) > 0 {
 		if len(wire) < 4 {
@@ -204,35 +245,46 @@ func (c *client) receiveFrames(wire []byte) {
 			c.w.fail("frame", "client %d: bad reply header", c.idx)
 			return
 		}
-		if hdr.Xid == jute.XidPing {
+		switch hdr.Xid {
+		case jute.XidPing:
 			c.lastHeard = c.w.now
+			c.w.chk.fifoZxid(c, hdr.Xid, hdr.Zxid)
 			c.checkZxid(hdr.Zxid)
 			continue
-		}
-		cl := c.inflight
-		if cl == nil {
-			continue
-		}
-		if cl.syncXid != 0 && hdr.Xid == cl.syncXid {
-			if hdr.Err == 0 {
-				c.checkZxid(hdr.Zxid)
+		case jute.XidNotification:
+			var ev jute.WatcherEvent
+			if d.ReadRecord(&ev) != nil {
+				c.w.fail("frame", "client %d: bad notification", c.idx)
+				return
 			}
+			c.order.event(ev.Path)
 			continue
 		}
+		if len(c.inflight) == 0 {
+			c.w.fail(chkFifo, "client %d connection %d: reply to xid %d with no request in flight", c.idx, c.connID, hdr.Xid)
+			return
+		}
+		cl := c.inflight[0]
 		if hdr.Xid != int32(cl.xid) {
-			continue
+			c.w.fail(chkFifo, "client %d connection %d: reply to xid %d while xid %d, sent before it, is unanswered",
+				c.idx, c.connID, hdr.Xid, cl.xid)
+			return
 		}
+		c.inflight = c.inflight[1:]
 		resp := response{err: hdr.Err, zxid: hdr.Zxid}
 		if hdr.Err == 0 && !c.decodeReply(cl.op, d, &resp) {
 			c.w.fail("frame", "client %d: reply to opcode %d does not decode", c.idx, cl.op)
 			return
 		}
-		c.inflight = nil
 		c.lastHeard = c.w.now
+		c.w.chk.fifoZxid(c, hdr.Xid, hdr.Zxid)
 		if resp.err == 0 {
 			c.checkZxid(resp.zxid)
 		}
-		cl.onReply(resp)
+		c.w.chk.fifoReply(c, cl, &resp)
+		if cl.onReply != nil {
+			cl.onReply(resp)
+		}
 	}
 }
 
@@ -263,6 +315,11 @@ func (c *client) decodeReply(op int32, d *jute.Decoder, resp *response) bool {
 				break
 			}
 		}
+		return ok
+	case jute.OpExists:
+		var r jute.StatResponse
+		ok := d.ReadRecord(&r) == nil
+		resp.stat = r.Stat
 		return ok
 	case jute.OpGetData:
 		var r jute.GetDataResponse
@@ -306,10 +363,13 @@ func (c *client) disconnect(reason string) {
 	if c.lock != lockIdle {
 		c.lock = lockFinding
 	}
-	cl := c.inflight
+	calls := c.inflight
 	c.inflight = nil
-	if cl != nil && cl.onLost != nil {
-		cl.onLost()
+	c.order = fifoConn{}
+	for _, cl := range calls {
+		if cl.onLost != nil {
+			cl.onLost()
+		}
 	}
 	if !c.paused {
 		c.w.after(c.w.between(10*time.Millisecond, 100*time.Millisecond), c.reconnect)
@@ -324,7 +384,7 @@ func (c *client) pause(d time.Duration) {
 	}
 	c.w.tracef("client %d paused for %v", c.idx, d)
 	c.paused = true
-	if c.connID != 0 || c.inflight != nil {
+	if c.connID != 0 || len(c.inflight) > 0 {
 		c.disconnect("paused")
 	}
 	if d < time.Hour {
@@ -400,7 +460,7 @@ func (c *client) reconnect() {
 		kind = reqConnect
 	}
 	epoch := c.epoch
-	c.send(&request{kind: kind}, func(resp response) {
+	c.connect(kind, func(resp response) {
 		switch {
 		case resp.err == 0:
 			c.connected = true
@@ -414,7 +474,7 @@ func (c *client) reconnect() {
 		default:
 			c.disconnect(fmt.Sprintf("connect error %d", resp.err))
 		}
-	}, nil)
+	})
 }
 
 func (c *client) schedulePing(epoch int) {
@@ -426,7 +486,7 @@ func (c *client) schedulePing(epoch int) {
 			c.disconnect("no answer from the member")
 			return
 		}
-		c.post(&request{kind: reqPing, connID: c.connID, session: c.sess,
+		c.post(&request{kind: reqFrames, connID: c.connID, session: c.sess,
 			frames: [][]byte{requestFrame(jute.XidPing, jute.OpPing, nil)}})
 		c.schedulePing(epoch)
 	})
@@ -436,7 +496,7 @@ func (c *client) schedulePing(epoch int) {
 func (c *client) next() {
 	epoch := c.epoch
 	c.w.after(c.w.between(time.Millisecond, 40*time.Millisecond), func() {
-		if c.epoch == epoch && c.connected && !c.paused && c.inflight == nil && !c.w.draining {
+		if c.epoch == epoch && c.connected && !c.paused && len(c.inflight) == 0 && !c.w.draining {
 			c.step()
 		}
 	})
@@ -460,6 +520,8 @@ func (c *client) step() {
 		c.nodeStep()
 	case k < 2:
 		c.lockStart()
+	case k < 4 && c.w.chance(0.5):
+		c.pipeline()
 	case k < 4:
 		c.write(false)
 	case k < 6:
@@ -473,7 +535,11 @@ func (c *client) step() {
 
 // register workload
 
-func (c *client) write(conditional bool) {
+func (c *client) write(conditional bool) { c.send(c.writeRegister(conditional, c.next)) }
+
+// writeRegister is a write of the register, recorded in its history; then
+// runs after its answer (nil: nothing).
+func (c *client) writeRegister(conditional bool, then func()) part {
 	c.writes++
 	val := fmt.Sprintf("c%d.%d", c.idx, c.writes)
 	version := int32(-1)
@@ -481,8 +547,7 @@ func (c *client) write(conditional bool) {
 		version = c.lastVer
 	}
 	op := check.RegisterOp{Client: c.idx, Path: registerPath, Kind: check.OpSet, Data: val, Version: version, Call: int64(c.w.now)}
-	body := jute.Marshal(&jute.SetDataRequest{Path: registerPath, Data: []byte(val), Version: version})
-	c.send(&request{kind: reqWrite, op: jute.OpSetData, body: body}, func(resp response) {
+	p := writePart(jute.OpSetData, registerPath, &jute.SetDataRequest{Path: registerPath, Data: []byte(val), Version: version}, func(resp response) {
 		op.Return = int64(c.w.now)
 		switch resp.err {
 		case 0:
@@ -496,21 +561,33 @@ func (c *client) write(conditional bool) {
 			op.Status = check.StatusBadVersion
 			c.w.chk.record(op)
 		}
-		c.next()
+		if then != nil {
+			then()
+		}
 	}, func() {
 		op.Status, op.Return = check.StatusUnknown, 0
 		c.w.chk.record(op)
 	})
+	p.data = val
+	return p
 }
 
-// read reads the register, after a sync (a ReadIndex round) or not.
+// read reads the register, after a sync (a ReadIndex round) or not,
+// sometimes setting a watch on it.
 func (c *client) read(sync bool) {
-	op := check.RegisterOp{Client: c.idx, Path: registerPath, Kind: check.OpGet, Linearizable: sync, Call: int64(c.w.now)}
-	kind := reqRead
+	read := c.readRegister(sync, c.w.chance(0.3), c.next)
 	if sync {
-		kind = reqSyncRead
+		c.send(syncPart(registerPath), read)
+		return
 	}
-	c.send(&request{kind: kind, path: registerPath}, func(resp response) {
+	c.send(read)
+}
+
+// readRegister is a getData of the register, recorded in its history
+// (linearizable: sent right after a sync); then runs after its answer.
+func (c *client) readRegister(linearizable, watch bool, then func()) part {
+	op := check.RegisterOp{Client: c.idx, Path: registerPath, Kind: check.OpGet, Linearizable: linearizable, Call: int64(c.w.now)}
+	return readPart(jute.OpGetData, registerPath, watch, func(resp response) {
 		if resp.err == 0 {
 			c.ok()
 			c.lastVer = resp.stat.Version
@@ -518,8 +595,25 @@ func (c *client) read(sync bool) {
 			op.RespData, op.RespVersion, op.RespMzxid = string(resp.data), resp.stat.Version, resp.stat.Mzxid
 			c.w.chk.record(op)
 		}
-		c.next()
-	}, nil)
+		if then != nil {
+			then()
+		}
+	})
+}
+
+// pipeline sends several requests without waiting for their answers, as
+// ZooKeeper clients do; the server answers them in order, a read after a
+// write of the connection seeing it, a write after a read or sync applied
+// after it (the fifo checker).
+func (c *client) pipeline() {
+	switch c.w.rng.IntN(3) {
+	case 0: // write the register, then read it
+		c.send(c.writeRegister(false, nil), c.readRegister(false, c.w.chance(0.5), c.next))
+	case 1: // write the register, then watch it
+		c.send(c.writeRegister(false, nil), readPart(jute.OpExists, registerPath, true, func(response) { c.next() }))
+	default: // sync, read, then write
+		c.send(syncPart(registerPath), c.readRegister(true, false, nil), c.writeRegister(c.w.chance(0.5), c.next))
+	}
 }
 
 // lock recipe
@@ -528,8 +622,8 @@ func (c *client) lockPrefix() string { return fmt.Sprintf("c%d-%x-", c.idx, c.se
 
 func (c *client) lockStart() {
 	c.lock = lockCreating
-	body := jute.Marshal(&jute.CreateRequest{Path: lockPath + "/" + c.lockPrefix(), ACL: openACL, Flags: jute.FlagEphemeralSequential})
-	c.send(&request{kind: reqWrite, op: jute.OpCreate, body: body}, func(resp response) {
+	path := lockPath + "/" + c.lockPrefix()
+	c.send(writePart(jute.OpCreate, path, &jute.CreateRequest{Path: path, ACL: openACL, Flags: jute.FlagEphemeralSequential}, func(resp response) {
 		if resp.err == 0 {
 			c.ok()
 			c.lockNode = resp.path
@@ -538,7 +632,7 @@ func (c *client) lockStart() {
 			c.lock = lockIdle
 		}
 		c.next()
-	}, nil) // lost: disconnect sets lockFinding
+	}, nil)) // lost: disconnect sets lockFinding
 }
 
 func lockSeq(name string) int64 {
@@ -569,7 +663,7 @@ func sortLock(children []string) []string {
 // lockFind looks for its own node after a reconnect or an unknown create
 // (Curator's protected mode: the name carries the session).
 func (c *client) lockFind() {
-	c.send(&request{kind: reqChildren, path: lockPath}, func(resp response) {
+	c.send(syncPart(lockPath), readPart(jute.OpGetChildren, lockPath, false, func(resp response) {
 		if resp.err != 0 {
 			c.next()
 			return
@@ -583,11 +677,11 @@ func (c *client) lockFind() {
 			}
 		}
 		c.next()
-	}, nil)
+	}))
 }
 
 func (c *client) lockCheck() {
-	c.send(&request{kind: reqChildren, path: lockPath}, func(resp response) {
+	c.send(syncPart(lockPath), readPart(jute.OpGetChildren, lockPath, false, func(resp response) {
 		if resp.err != 0 {
 			c.next()
 			return
@@ -605,12 +699,12 @@ func (c *client) lockCheck() {
 		default:
 			epoch := c.epoch
 			c.w.after(c.w.between(10*time.Millisecond, 80*time.Millisecond), func() {
-				if c.epoch == epoch && c.connected && !c.paused && c.inflight == nil {
+				if c.epoch == epoch && c.connected && !c.paused && len(c.inflight) == 0 {
 					c.lockCheck()
 				}
 			})
 		}
-	}, nil)
+	}))
 }
 
 // hold runs the critical section: a read and a write of the fenced counter,
@@ -639,8 +733,7 @@ func (c *client) hold(token int64) {
 
 func (c *client) release() {
 	c.lock = lockCreating // the delete is in flight
-	body := jute.Marshal(&jute.DeleteRequest{Path: c.lockNode, Version: -1})
-	c.send(&request{kind: reqWrite, op: jute.OpDelete, body: body}, func(resp response) {
+	c.send(writePart(jute.OpDelete, c.lockNode, &jute.DeleteRequest{Path: c.lockNode, Version: -1}, func(resp response) {
 		if resp.err == 0 || resp.err == jute.ErrNoNode {
 			c.ok()
 			c.lock, c.lockNode = lockIdle, ""
@@ -648,7 +741,7 @@ func (c *client) release() {
 			c.lock = lockFinding
 		}
 		c.next()
-	}, nil)
+	}, nil))
 }
 
 // containers and TTL nodes: each client creates some, adds and removes a
@@ -708,32 +801,32 @@ func (c *client) nodeCreate() {
 	c.nodeCount++
 	n := ownNode{ttl: c.w.chance(0.5)}
 	var op int32
-	var body []byte
+	var body jute.Record
 	if n.ttl {
 		n.path = fmt.Sprintf("%sc%d-%d", ttlPrefix, c.idx, c.nodeCount)
 		ttl := c.w.between(time.Second, 4*time.Second).Milliseconds()
 		op = jute.OpCreateTTL
-		body = jute.Marshal(&jute.CreateTTLRequest{Path: n.path, ACL: openACL, Flags: jute.FlagPersistentWithTTL, TTL: ttl})
+		body = &jute.CreateTTLRequest{Path: n.path, ACL: openACL, Flags: jute.FlagPersistentWithTTL, TTL: ttl}
 	} else {
 		n.path = fmt.Sprintf("%sc%d-%d", containerPrefix, c.idx, c.nodeCount)
 		op = jute.OpCreateContainer
-		body = jute.Marshal(&jute.CreateRequest{Path: n.path, ACL: openACL, Flags: jute.FlagContainer})
+		body = &jute.CreateRequest{Path: n.path, ACL: openACL, Flags: jute.FlagContainer}
 	}
-	c.send(&request{kind: reqWrite, op: op, body: body, path: n.path}, func(resp response) {
+	c.send(tracked(writePart(op, n.path, body, func(resp response) {
 		if resp.err == 0 {
 			c.ok()
 			c.nodes = append(c.nodes, n)
 		}
 		c.next()
-	}, func() { c.nodes = append(c.nodes, n) }) // perhaps created
+	}, func() { c.nodes = append(c.nodes, n) }))) // perhaps created
 }
 
 func (c *client) nodeCreateChild(parent string) {
 	n := c.ownNode(parent)
 	n.kids++
 	child := fmt.Sprintf("%s/k%d", parent, n.kids)
-	body := jute.Marshal(&jute.CreateRequest{Path: child, ACL: openACL, Flags: jute.FlagPersistent})
-	c.send(&request{kind: reqWrite, op: jute.OpCreate, body: body, path: child}, func(resp response) {
+	body := &jute.CreateRequest{Path: child, ACL: openACL, Flags: jute.FlagPersistent}
+	c.send(tracked(writePart(jute.OpCreate, child, body, func(resp response) {
 		switch resp.err {
 		case 0:
 			c.ok()
@@ -749,12 +842,12 @@ func (c *client) nodeCreateChild(parent string) {
 		if n := c.ownNode(parent); n != nil {
 			n.child = child // perhaps created: delete it later
 		}
-	})
+	})))
 }
 
 func (c *client) nodeDeleteChild(parent, child string) {
-	body := jute.Marshal(&jute.DeleteRequest{Path: child, Version: -1})
-	c.send(&request{kind: reqWrite, op: jute.OpDelete, body: body, path: child}, func(resp response) {
+	body := &jute.DeleteRequest{Path: child, Version: -1}
+	c.send(tracked(writePart(jute.OpDelete, child, body, func(resp response) {
 		if resp.err == 0 || resp.err == jute.ErrNoNode {
 			c.ok()
 			if n := c.ownNode(parent); n != nil && n.child == child {
@@ -762,13 +855,13 @@ func (c *client) nodeDeleteChild(parent, child string) {
 			}
 		}
 		c.next()
-	}, nil)
+	}, nil)))
 }
 
 // nodeTouch sets a TTL node's data: its TTL runs again from now.
 func (c *client) nodeTouch(path string) {
-	body := jute.Marshal(&jute.SetDataRequest{Path: path, Data: []byte("t"), Version: -1})
-	c.send(&request{kind: reqWrite, op: jute.OpSetData, body: body, path: path}, func(resp response) {
+	body := &jute.SetDataRequest{Path: path, Data: []byte("t"), Version: -1}
+	c.send(tracked(writePart(jute.OpSetData, path, body, func(resp response) {
 		switch resp.err {
 		case 0:
 			c.ok()
@@ -777,5 +870,5 @@ func (c *client) nodeTouch(path string) {
 			c.dropNode(path)
 		}
 		c.next()
-	}, nil)
+	}, nil)))
 }

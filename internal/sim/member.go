@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -49,8 +50,8 @@ type member struct {
 	pending    map[uint64]func(server.Applied, bool) // by ReqID; false: failed before apply
 	reads      []*pendingRead
 	readCount  uint64
-	conns      map[uint64]*mconn // by connection id
-	touched    map[int64]bool    // sessions touched since the last liveness report
+	conns      map[uint64]*mconn       // by connection id
+	liveness   *server.LivenessReports // the server's liveness decisions: sessions touched since the last report
 	lastSnap   uint64
 	lastNoZxid bool // the last applied entry was not a zkraft entry
 }
@@ -62,6 +63,7 @@ type mconn struct {
 	session int64
 	active  bool             // its createSession or attach applied here
 	ep      *server.Endpoint // the server's request handling, once active
+	notes   map[int32]string // by xid: the node a tracked write is about (checkers)
 }
 
 type pendingRead struct {
@@ -134,7 +136,7 @@ func (m *member) restart() {
 	m.rep = server.NewReplica(treeOptions, m, zerolog.Nop())
 	m.sl = m.rep.NewSessionLeader(m.tracker, server.LeaderConfig{RetryAfter: expiryRetry}, leaderHooks{m})
 	m.pending = map[uint64]func(server.Applied, bool){}
-	m.reads, m.conns, m.touched = nil, map[uint64]*mconn{}, map[int64]bool{}
+	m.reads, m.conns, m.liveness = nil, map[uint64]*mconn{}, server.NewLivenessReports()
 	m.lead, m.isLeader, m.inLeader = 0, false, false
 	m.applied, m.lastSnap, m.lastNoZxid = 0, m.disk.snapshot.GetIndex(), false
 	cfg := consensus.Config{
@@ -522,29 +524,30 @@ func (m *member) containerRound() {
 	m.process()
 }
 
-// reportLiveness sends the sessions touched here to the leader, as
-// followers' liveness reports do.
+// reportLiveness is one round of the server's liveness reports
+// (server.LivenessReports), delivered over the simulated network: a report
+// the network does not take (a cut link, a lost message) counts as a
+// failed write, and the leader applies what arrives as the server's
+// liveness receiver does.
 func (m *member) reportLiveness() {
-	if len(m.touched) == 0 || m.isLeader || m.lead == 0 {
-		clear(m.touched)
+	r, ok := m.liveness.Next(m.isLeader, m.lead, m.tracker)
+	if !ok {
 		return
 	}
-	ids := make([]int64, 0, len(m.touched))
-	for id := range m.touched {
-		ids = append(ids, id)
+	from := m.id
+	if int(r.To) > len(m.w.members) || !m.w.net.send(m.idx, int(r.To)-1, func() {
+		l := m.w.members[r.To-1]
+		server.ReceiveLiveness(l.tracker, l.acceptsLiveness(from), r.IDs)
+	}) {
+		m.liveness.Failed(r)
+		return
 	}
-	slices.Sort(ids)
-	clear(m.touched)
-	lead := m.lead
-	m.w.net.send(m.idx, int(lead)-1, func() {
-		l := m.w.members[lead-1]
-		if l.isLeader {
-			for _, id := range ids {
-				l.tracker.Touch(id)
-			}
-		}
-	})
+	m.liveness.Sent(r)
 }
+
+// acceptsLiveness reports whether liveness reports from member id count
+// on m: as the server's, only from a member of the configuration m applied.
+func (m *member) acceptsLiveness(id uint64) bool { return consensus.InConfState(m.confState, id) }
 
 // stamp gives p its proposer, request id and, unless it carries its
 // decision's, the time, as the server's propose does.
@@ -667,27 +670,21 @@ type reqKind int
 const (
 	reqConnect reqKind = iota // new session
 	reqAttach
-	reqPing
-	reqWrite
-	reqRead     // getData, no sync
-	reqSyncRead // sync, then getData
-	reqChildren // sync, then getChildren
+	reqFrames // request frames, pipelined
 )
 
 // request is a client's message to its member: a connect or attach, or
-// ZooKeeper request frames (length prefix, header, body). op and body are
-// the client's own (what send encodes), path is an annotation for the
-// checkers (the node a tracked write is about); neither is read by the
-// member's request handling.
+// ZooKeeper request frames (length prefix, header, body), several when the
+// client pipelines them. paths are annotations for the checkers (the node
+// each tracked write is about, by frame), not read by the member's request
+// handling.
 type request struct {
 	kind    reqKind
 	connID  uint64
 	session int64
 	xid     uint64   // connect, attach
 	frames  [][]byte // a connect or attach: its ConnectRequest frame
-	op      int32
-	body    []byte
-	path    string
+	paths   []string
 }
 
 type response struct {
@@ -746,7 +743,7 @@ func (m *member) handle(c *client, r *request) {
 			Rand:         m.w.passwords,
 			Closing:      m.tracker.IsClosing,
 		})
-		conn = &mconn{id: r.connID, client: c, session: cn.SessionID}
+		conn = &mconn{id: r.connID, client: c, session: cn.SessionID, notes: map[int32]string{}}
 		m.conns[r.connID] = conn
 		if err != nil {
 			m.w.tracef("member %d refused connection %d: %v", m.id, r.connID, err)
@@ -781,71 +778,105 @@ func (m *member) handle(c *client, r *request) {
 	if conn == nil || !conn.active {
 		return
 	}
-	m.tracker.Touch(conn.session)
-	m.touched[conn.session] = true
-	var steps []server.Step
-	for _, f := range r.frames {
-		st, err := conn.ep.Request(f[4:]) // the server reads the length prefix itself
+	m.liveness.Touch(conn.session, m.isLeader, m.tracker)
+	for i, f := range r.frames {
+		// The server reads the length prefix itself.
+		conn.ep.Receive(f[4:])
+		if i < len(r.paths) && r.paths[i] != "" {
+			conn.notes[int32(binary.BigEndian.Uint32(f[4:8]))] = r.paths[i]
+		}
+	}
+	m.pump(conn)
+}
+
+// pump runs a connection's requests through the server's request handling
+// (server.Endpoint, the code conn.go's reader and writer drive), as its
+// goroutines do: the frames received are handled in order (a write waits
+// for the reads and syncs before it to be answered), writes proposed, syncs
+// given a ReadIndex barrier, and the replies that are due sent, in order,
+// until nothing moves.
+func (m *member) pump(conn *mconn) {
+	for m.up && m.conns[conn.id] == conn {
+		steps, handled, err := conn.ep.Next()
 		if err != nil {
 			m.w.fail("request", "member %d: %v", m.id, err)
 			return
 		}
-		steps = append(steps, st)
-	}
-	switch r.kind {
-	case reqPing, reqRead:
-		reply(response{wire: steps[0].Reply})
-	case reqSyncRead, reqChildren:
-		if !steps[0].Sync {
-			// The sync is answered at once (a refusal, or no barrier),
-			// and the read queued behind it is served then.
-			st, err := conn.ep.Request(r.frames[1][4:])
-			if err != nil {
-				m.w.fail("request", "member %d: %v", m.id, err)
-				return
-			}
-			reply(response{wire: append(steps[0].Reply, st.Reply...)})
-			return
-		}
-		m.readCount++
-		rctx := fmt.Sprintf("%d/%d", m.incarnation, m.readCount)
-		m.reads = append(m.reads, &pendingRead{conn: conn, rctx: rctx, serve: func() {
+		for _, st := range steps {
 			if m.conns[conn.id] != conn {
 				return
 			}
-			// The sync is answered once its barrier applied; the read
-			// queued behind it is served then, as the server's writer
-			// answers a connection's requests in order.
-			wire := conn.ep.SyncReply(steps[0])
-			st, err := conn.ep.Request(r.frames[1][4:])
-			if err != nil {
-				m.w.fail("request", "member %d: %v", m.id, err)
+			switch {
+			case st.Close:
+				m.closeConn(conn)
 				return
+			case st.Propose != nil:
+				m.proposeStep(conn, st)
+			case st.Sync:
+				m.syncStep(conn, st)
 			}
-			reply(response{wire: append(wire, st.Reply...)})
-		}})
-		if m.up {
-			m.core.ReadIndex([]byte(rctx))
-			m.process()
 		}
-	case reqWrite:
-		st := steps[0]
-		if st.Propose == nil {
-			reply(response{wire: st.Reply})
+		if m.conns[conn.id] != conn {
 			return
 		}
-		p := st.Propose
-		m.stamp(p)
-		if r.path != "" {
-			m.w.chk.noteWrite(reqKey{p.Proposer, p.ReqID}, p.Type, r.path, p.TimeMs, p.Body)
+		wire, closed := conn.ep.Replies()
+		if len(wire) > 0 {
+			m.reply(conn, response{wire: wire})
 		}
-		m.propose(p,
-			func(a server.Applied, ok bool) {
-				if !ok || a.Err == jute.ErrConnectionLoss {
-					m.closeConn(conn)
-					return
-				}
-				reply(response{wire: conn.ep.WriteReply(st, a)})
-			})
+		if closed {
+			m.closeConn(conn)
+			return
+		}
+		if handled == 0 && len(wire) == 0 {
+			return
+		}
+	}
+}
+
+// reply sends a response to the connection's client.
+func (m *member) reply(conn *mconn, resp response) {
+	resp.connID = conn.id
+	resp.withQuorum = m.inTouchWithLeader()
+	c := conn.client
+	m.w.after(c.fifo(&c.downAt), func() { c.receive(resp) })
+}
+
+// proposeStep proposes a connection's write and reports its outcome to the
+// connection's request handling.
+func (m *member) proposeStep(conn *mconn, st server.Step) {
+	p := st.Propose
+	m.stamp(p)
+	if path := conn.notes[st.Xid]; path != "" {
+		delete(conn.notes, st.Xid)
+		m.w.chk.noteWrite(reqKey{p.Proposer, p.ReqID}, p.Type, path, p.TimeMs, p.Body)
+	}
+	m.propose(p, func(a server.Applied, ok bool) {
+		if m.conns[conn.id] != conn {
+			return
+		}
+		if ok {
+			conn.ep.Applied(st, a)
+		} else {
+			conn.ep.Failed(st)
+		}
+		m.pump(conn)
+	})
+}
+
+// syncStep gives a connection's sync its ReadIndex barrier; the sync is
+// answered once the barrier's index applied.
+func (m *member) syncStep(conn *mconn, st server.Step) {
+	m.readCount++
+	rctx := fmt.Sprintf("%d/%d", m.incarnation, m.readCount)
+	m.reads = append(m.reads, &pendingRead{conn: conn, rctx: rctx, serve: func() {
+		if m.conns[conn.id] != conn {
+			return
+		}
+		conn.ep.Synced(st)
+		m.pump(conn)
+	}})
+	if m.up {
+		m.core.ReadIndex([]byte(rctx))
+		m.process()
 	}
 }

@@ -134,6 +134,7 @@ func checkTarget(dir string, myid uint64) (uint64, error) {
 // cleanup removes what Seed may have written.
 func cleanup(dir string) {
 	_ = os.Remove(filepath.Join(dir, "raft.db"))
+	_ = os.RemoveAll(filepath.Join(dir, "wal"))
 	_ = os.RemoveAll(filepath.Join(dir, "snap"))
 	_ = os.Remove(filepath.Join(dir, "SEEDING"))
 }

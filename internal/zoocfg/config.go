@@ -13,7 +13,8 @@
 //     passwords (*.passwordPath); Resolve reads dataDir/myid. Key and trust
 //     stores are read when the server starts, not here.
 //   - Settings are plain values: a Config can be built in code (tests) and
-//     behaves as one read from a file.
+//     behaves as one read from a file. The one field no file sets is
+//     Network, the seam tests use to run members on an in-memory network.
 package zoocfg
 
 import (
@@ -27,6 +28,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/zkraft/zkraft/internal/netseam"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/session"
 	"github.com/zkraft/zkraft/znode"
@@ -124,7 +126,13 @@ type Config struct {
 	X509AuthProvider bool
 	X509SuperUser    string
 	// SASL (sasl.go): authProvider.sasl, the JAAS file and enforcement.
-	SASL          SASLSettings
+	SASL SASLSettings
+	// Network is not a zoo.cfg key: it is where the server listens (client,
+	// secure client, election/liveness, peer, admin and metrics ports) and
+	// dials (peers, the leader's liveness port). nil means the operating
+	// system's network (netseam.OS); tests pass an in-memory one
+	// (internal/memnet).
+	Network       netseam.Network
 	clientPortSet bool // the zoo.cfg had a clientPort line
 }
 

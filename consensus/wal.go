@@ -1,0 +1,509 @@
+package consensus
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+)
+
+// The write-ahead log: raft entries and hard states, appended to segment
+// files <DataDir>/wal/<seq>.wal (seq as 16 hex digits, consecutive).
+//
+// Segment header (little-endian), then records (wal_record.go) from offset
+// walHeaderSize:
+//
+//	0:8    magic      "ZKRWAL01"
+//	8:16   seq        the number in the file name
+//	16:24  base index } the logical log's last entry when the segment was
+//	24:32  base term  } created: its first record continues after it
+//	32:36  salt       random; seeds every record's crc32c
+//	36:40  crc32c     Castagnoli checksum of bytes 0:36
+//
+// Invariants:
+//   - A segment exists only with a complete, durable header: it is written
+//     to <seq>.wal.tmp, fdatasync'd, renamed and the directory fsync'd.
+//     Leftover .tmp files are removed on open.
+//   - Records are only appended, one per Write, with one write and one
+//     fdatasync; Write returns after the fdatasync. Only the last segment
+//     is ever written; a segment is closed for good (it was fdatasync'd)
+//     before the next is created, and seqs are consecutive.
+//   - Replaying the records in order yields the logical log: a contiguous
+//     run of entries after a base position, and the last hard state.
+//     Segment i+1's base equals the logical log's last position after
+//     segment i, which replay checks.
+//   - On open, the first undecodable record of the last segment ends the
+//     log if no valid record follows it (a write torn by a crash, never
+//     acknowledged): the file is truncated there and fdatasync'd. (Damage
+//     to the last record after it was acknowledged looks the same and is
+//     cut the same way; a member of a group gets it again from the
+//     leader.) Any other
+//     bad record (one followed by a valid record, a bad segment header, a
+//     bad record in a segment that is not the last, a gap in seqs, a
+//     record that does not fit the logical log) is ErrCorruptLog: the
+//     member stops rather than skip or guess.
+//   - Segments are deleted only from the front, oldest first, each removal
+//     fsync'd, so the files left always form a consecutive run.
+const (
+	walMagic        = "ZKRWAL01"
+	walHeaderSize   = 40
+	walSuffix       = ".wal"
+	walSegmentBytes = 64 << 20
+)
+
+// wal is the open write-ahead log. It is not safe for concurrent use; the
+// diskStore serializes calls.
+type wal struct {
+	dir      string
+	segBytes int64    // rotate once the last segment reaches this size
+	segs     []walSeg // consecutive seqs, the last one open for writing
+	f        *os.File // the last segment
+	size     int64    // bytes of the last segment
+	last     walPos   // the logical log's last entry (or base)
+	buf      []byte   // reused encoding buffer
+	broken   error    // a failed write: every later write fails with it
+	resetSeq uint64   // the segment holding the last reset record
+	torn     tornTail // what open cut off the last segment, for the log
+	syncFile func(*os.File) error
+}
+
+// walSeg is one segment file.
+type walSeg struct {
+	seq  uint64
+	base walPos
+	salt uint32
+	path string
+}
+
+// tornTail describes a torn tail cut off on open.
+type tornTail struct {
+	path        string
+	offset, len int64
+}
+
+func walSegName(seq uint64) string { return fmt.Sprintf("%016x%s", seq, walSuffix) }
+
+func parseWALSegName(name string) (uint64, bool) {
+	if !strings.HasSuffix(name, walSuffix) {
+		return 0, false
+	}
+	var seq uint64
+	if n, err := fmt.Sscanf(strings.TrimSuffix(name, walSuffix), "%016x", &seq); err != nil || n != 1 {
+		return 0, false
+	}
+	return seq, walSegName(seq) == name
+}
+
+func encodeWALHeader(seq uint64, base walPos, salt uint32) []byte {
+	h := make([]byte, walHeaderSize)
+	copy(h, walMagic)
+	binary.LittleEndian.PutUint64(h[8:], seq)
+	binary.LittleEndian.PutUint64(h[16:], base.index)
+	binary.LittleEndian.PutUint64(h[24:], base.term)
+	binary.LittleEndian.PutUint32(h[32:], salt)
+	binary.LittleEndian.PutUint32(h[36:], crc32.Checksum(h[:36], crc32c))
+	return h
+}
+
+func decodeWALHeader(h []byte) (seq uint64, base walPos, salt uint32, err error) {
+	if len(h) < walHeaderSize || string(h[:len(walMagic)]) != walMagic {
+		return 0, walPos{}, 0, errors.New("bad segment header magic")
+	}
+	if got, want := crc32.Checksum(h[:36], crc32c), binary.LittleEndian.Uint32(h[36:]); got != want {
+		return 0, walPos{}, 0, fmt.Errorf("segment header crc32c %08x, header says %08x", got, want)
+	}
+	seq = binary.LittleEndian.Uint64(h[8:])
+	base = walPos{binary.LittleEndian.Uint64(h[16:]), binary.LittleEndian.Uint64(h[24:])}
+	return seq, base, binary.LittleEndian.Uint32(h[32:]), nil
+}
+
+func randomSalt() (uint32, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("wal salt: %w", err)
+	}
+	return binary.LittleEndian.Uint32(b[:]), nil
+}
+
+// createWALSegment durably creates segment seq in dir (see the invariants).
+func createWALSegment(dir string, seq uint64, base walPos, sync func(*os.File) error) (walSeg, error) {
+	salt, err := randomSalt()
+	if err != nil {
+		return walSeg{}, err
+	}
+	path := filepath.Join(dir, walSegName(seq))
+	tmp := path + tmpSuffix
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return walSeg{}, fmt.Errorf("create wal segment: %w", err)
+	}
+	_, err = f.Write(encodeWALHeader(seq, base, salt))
+	if err == nil {
+		err = sync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return walSeg{}, fmt.Errorf("write wal segment %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return walSeg{}, fmt.Errorf("rename wal segment: %w", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return walSeg{}, err
+	}
+	return walSeg{seq: seq, base: base, salt: salt, path: path}, nil
+}
+
+// walReplay is the logical log a replay found.
+type walReplay struct {
+	segs      []walSeg
+	base      walPos // entries follow base.index
+	baseKnown bool   // base.term is known (a truncation below the oldest kept segment forgets it)
+	entries   []*pb.Entry
+	hardState *pb.HardState
+	// end is the offset in the last segment where the valid records end;
+	// fileSize its size (end < fileSize: a torn tail).
+	end, fileSize int64
+}
+
+func (r *walReplay) last() walPos {
+	if n := len(r.entries); n > 0 {
+		return walPos{r.entries[n-1].GetIndex(), r.entries[n-1].GetTerm()}
+	}
+	return r.base
+}
+
+// apply adds one batch to the logical log, checking that it fits.
+func (r *walReplay) apply(b *walBatch) error {
+	if b.reset != nil {
+		r.entries, r.base, r.baseKnown = nil, *b.reset, true
+	}
+	if t := b.truncateFrom; t > 0 {
+		last := r.last().index
+		switch {
+		case t > last:
+			return fmt.Errorf("truncation from %d beyond the last entry %d", t, last)
+		case t <= r.base.index:
+			// Entries of a deleted segment: the log now starts after t-1,
+			// whose term is not on disk.
+			r.entries, r.base, r.baseKnown = nil, walPos{index: t - 1}, false
+		default:
+			r.entries = r.entries[:t-r.base.index-1]
+		}
+	}
+	if len(b.entries) > 0 {
+		if first, last := b.entries[0].GetIndex(), r.last().index; first != last+1 {
+			return fmt.Errorf("entries from %d do not follow the last entry %d", first, last)
+		}
+		r.entries = append(r.entries, b.entries...)
+	}
+	if b.hardState != nil {
+		r.hardState = b.hardState
+	}
+	return nil
+}
+
+// listWALSegs lists dir's segments in seq order, removing leftover .tmp
+// files when clean is set.
+func listWALSegs(dir string, clean bool) ([]walSeg, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read wal dir: %w", err)
+	}
+	var segs []walSeg
+	for _, de := range des {
+		name := de.Name()
+		if strings.HasSuffix(name, walSuffix+tmpSuffix) {
+			if clean {
+				if err := os.Remove(filepath.Join(dir, name)); err != nil {
+					return nil, fmt.Errorf("remove unfinished wal segment: %w", err)
+				}
+			}
+			continue
+		}
+		if seq, ok := parseWALSegName(name); ok {
+			segs = append(segs, walSeg{seq: seq, path: filepath.Join(dir, name)})
+		}
+	}
+	slices.SortFunc(segs, func(a, b walSeg) int { return compareU64(a.seq, b.seq) })
+	if len(segs) == 0 {
+		return nil, fmt.Errorf("%w: no wal segment in %s", ErrCorruptLog, dir)
+	}
+	for i := 1; i < len(segs); i++ {
+		if segs[i].seq != segs[i-1].seq+1 {
+			return nil, fmt.Errorf("%w: wal segments %s and %s are not consecutive", ErrCorruptLog,
+				filepath.Base(segs[i-1].path), filepath.Base(segs[i].path))
+		}
+	}
+	return segs, nil
+}
+
+func compareU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// replayWAL reads every segment of dir. It does not change any file.
+func replayWAL(dir string, clean bool) (*walReplay, error) {
+	segs, err := listWALSegs(dir, clean)
+	if err != nil {
+		return nil, err
+	}
+	r := &walReplay{}
+	for i := range segs {
+		s := &segs[i]
+		data, err := os.ReadFile(s.path)
+		if err != nil {
+			return nil, fmt.Errorf("read wal segment: %w", err)
+		}
+		seq, base, salt, err := decodeWALHeader(data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, s.path, err)
+		}
+		if seq != s.seq {
+			return nil, fmt.Errorf("%w: %s: header names segment %d", ErrCorruptLog, s.path, seq)
+		}
+		s.base, s.salt = base, salt
+		if i == 0 {
+			r.base, r.baseKnown = base, true
+		} else if l := r.last(); base.index != l.index || (base.term != l.term && (r.baseKnown || len(r.entries) > 0)) {
+			return nil, fmt.Errorf("%w: %s starts after entry %d (term %d), the log before it ends at %d (term %d)",
+				ErrCorruptLog, s.path, base.index, base.term, l.index, l.term)
+		}
+		lastSeg := i == len(segs)-1
+		off := walHeaderSize
+		for off < len(data) {
+			_, payload, n, derr := decodeRecord(data[off:], salt)
+			if derr != nil {
+				if !lastSeg {
+					if errors.Is(derr, errRecordEnd) && allZero(data[off:]) {
+						break // zeros after the last record of a closed segment
+					}
+					return nil, fmt.Errorf("%w: %s offset %d (not the last segment): %w", ErrCorruptLog, s.path, off, derr)
+				}
+				if next := nextValidRecord(data, off, salt); next >= 0 {
+					return nil, fmt.Errorf("%w: %s: bad record at offset %d followed by a valid record at offset %d: %w",
+						ErrCorruptLog, s.path, off, next, derr)
+				}
+				break
+			}
+			b, err := decodeBatch(payload)
+			if err == nil {
+				err = r.apply(b)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptLog, s.path, off, err)
+			}
+			off += n
+		}
+		if lastSeg {
+			r.end, r.fileSize = int64(off), int64(len(data))
+		}
+	}
+	r.segs = segs
+	return r, nil
+}
+
+// nextValidRecord returns the offset of the first record after off (at
+// an aligned offset) that decodes with salt, or -1.
+func nextValidRecord(data []byte, off int, salt uint32) int {
+	for o := off + recAlign; o+recHeaderSize <= len(data); o += recAlign {
+		if data[o+8] != recBatch {
+			continue // cheap reject before the crc
+		}
+		if _, _, _, err := decodeRecord(data[o:], salt); err == nil {
+			return o
+		}
+	}
+	return -1
+}
+
+// openWAL replays dir, cuts a torn tail off the last segment and opens it
+// for appending.
+func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
+	r, err := replayWAL(dir, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &wal{dir: dir, segBytes: segBytes, segs: r.segs, last: r.last(), syncFile: fdatasync}
+	lastSeg := r.segs[len(r.segs)-1]
+	f, err := os.OpenFile(lastSeg.path, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open wal segment: %w", err)
+	}
+	if r.end < r.fileSize {
+		// A write torn by a crash: it never returned, so nothing
+		// acknowledged is lost by cutting it.
+		w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.fileSize - r.end}
+		err := f.Truncate(r.end)
+		if err == nil {
+			err = f.Sync()
+		}
+		if err != nil {
+			_ = f.Close()
+			return nil, nil, fmt.Errorf("cut torn tail of %s at %d: %w", lastSeg.path, r.end, err)
+		}
+	}
+	if _, err := f.Seek(r.end, 0); err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("seek wal segment: %w", err)
+	}
+	w.f, w.size = f, r.end
+	return w, r, nil
+}
+
+// initWALDir durably creates dir holding one segment with base and, if
+// first is not empty, one record: dir is built as dir.tmp and renamed, so
+// it exists only complete.
+func initWALDir(dir string, base walPos, first *walBatch) error {
+	tmp := dir + tmpSuffix
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("remove unfinished wal dir: %w", err)
+	}
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		return fmt.Errorf("create wal dir: %w", err)
+	}
+	seg, err := createWALSegment(tmp, 0, base, fdatasync)
+	if err != nil {
+		return err
+	}
+	if first != nil {
+		w := &wal{dir: tmp, segBytes: walSegmentBytes, segs: []walSeg{seg}, last: base, syncFile: fdatasync}
+		if w.f, err = os.OpenFile(seg.path, os.O_WRONLY|os.O_APPEND, 0); err != nil {
+			return fmt.Errorf("open wal segment: %w", err)
+		}
+		w.size = walHeaderSize
+		err = w.append(first)
+		if cerr := w.f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("rename wal dir: %w", err)
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+// append writes b as one record with one write and one fdatasync. A reset
+// starts a new segment first (unless the last one is empty), so that every
+// older segment can be deleted once it is durable.
+func (w *wal) append(b *walBatch) error {
+	if w.broken != nil {
+		return fmt.Errorf("wal failed earlier: %w", w.broken)
+	}
+	if b.reset != nil && w.size > walHeaderSize {
+		if err := w.rotate(); err != nil {
+			return err
+		}
+	}
+	if len(b.entries) > 0 {
+		first := b.entries[0].GetIndex()
+		last := w.last.index
+		if b.reset != nil {
+			last = b.reset.index
+		}
+		switch {
+		case first > last+1 || (b.reset != nil && first != last+1):
+			return fmt.Errorf("append entries from %d after the last entry %d: a gap", first, last)
+		case first <= last:
+			b.truncateFrom = first // raft's contract: entries >= first are replaced
+		}
+	}
+	seg := w.segs[len(w.segs)-1]
+	var err error
+	if w.buf, err = appendBatchRecord(w.buf[:0], seg.salt, b); err != nil {
+		return err
+	}
+	if _, err := w.f.Write(w.buf); err != nil {
+		w.broken = err
+		return fmt.Errorf("write wal: %w", err)
+	}
+	if err := w.syncFile(w.f); err != nil {
+		w.broken = err
+		return fmt.Errorf("sync wal: %w", err)
+	}
+	w.size += int64(len(w.buf))
+	if cap(w.buf) > 4<<20 {
+		w.buf = nil // do not pin a huge batch's buffer
+	}
+	if b.reset != nil {
+		w.last = *b.reset
+		w.resetSeq = seg.seq
+	}
+	if n := len(b.entries); n > 0 {
+		w.last = walPos{b.entries[n-1].GetIndex(), b.entries[n-1].GetTerm()}
+	}
+	if w.size >= w.segBytes {
+		return w.rotate()
+	}
+	return nil
+}
+
+// rotate closes the last segment (durable already) and starts the next.
+func (w *wal) rotate() error {
+	seg, err := createWALSegment(w.dir, w.segs[len(w.segs)-1].seq+1, w.last, w.syncFile)
+	if err != nil {
+		w.broken = err
+		return err
+	}
+	f, err := os.OpenFile(seg.path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		w.broken = err
+		return fmt.Errorf("open wal segment: %w", err)
+	}
+	if err := w.f.Close(); err != nil {
+		_ = f.Close()
+		w.broken = err
+		return fmt.Errorf("close wal segment: %w", err)
+	}
+	w.f, w.size = f, walHeaderSize
+	w.segs = append(w.segs, seg)
+	return nil
+}
+
+// deleteBefore removes, oldest first, the segments that hold only entries
+// below index (segment i holds no entry above segment i+1's base) and,
+// with afterReset set, every segment before the one holding the last reset
+// record (nothing before a reset is part of the log). The last segment is
+// never removed.
+func (w *wal) deleteBefore(index uint64, afterReset bool) error {
+	for len(w.segs) > 1 && ((afterReset && w.segs[0].seq < w.resetSeq) || w.segs[1].base.index < index) {
+		if err := os.Remove(w.segs[0].path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove wal segment: %w", err)
+		}
+		// Each removal is durable before the next, so a crash leaves a
+		// consecutive run of segments.
+		if err := syncDir(w.dir); err != nil {
+			return err
+		}
+		w.segs = w.segs[1:]
+	}
+	return nil
+}
+
+// close closes the last segment.
+func (w *wal) close() error {
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("close wal: %w", err)
+	}
+	return nil
+}
