@@ -30,23 +30,34 @@ import (
 // Invariants (see the package documentation for the Ready order):
 //   - Single goroutine: Tick, Step, Propose, ReadIndex,
 //     ReportUnreachable, ReportSnapshot, HasReady, HandleReady,
+//     BeginReady, ApplyDurable, StepWhileWriting, FinishReady,
 //     RequestSnapshot, SnapshotJob, SnapshotDone, ChangeMembers,
 //     StartMemberChange, CancelMemberChange and Close are never called
-//     concurrently. Time is never read except through the injected clock
+//     concurrently. Only ReadyWrite.Write may run on another goroutine,
+//     and only while its Ready is between BeginReady and FinishReady
+//     (ReadyWrite documents the protocol); between BeginReady and
+//     FinishReady the owner calls nothing but ApplyDurable and
+//     StepWhileWriting (and Close after a failure). Time is never read except through the injected clock
 //     (CoreOptions.Now), used only to judge which peers are running.
 //   - Persist before send: a Ready's messages leave (Transport.Send) only
 //     after its snapshot, hard state and entries are durable (Storage.Write
-//     returned), except the leader's appends and heartbeats (MsgApp,
-//     MsgHeartbeat), which leave first (sendAppends), and the leader's
-//     commit index told while it writes (tellCommit); none vouches for
-//     this member's disk.
-//   - Messages stepped while a write runs (stepWhileWriting) change raft
+//     returned: ReadyWrite.Write sends them then), except the leader's
+//     appends and heartbeats (MsgApp, MsgHeartbeat), which leave first
+//     (sendAppends), the leader's commit index told while it writes
+//     (tellCommit) and a follower's forwarded proposal (Forward); none
+//     vouches for this member's disk.
+//   - Messages stepped while a write runs (StepWhileWriting) change raft
 //     only in memory; what raft sends for them leaves with a later Ready.
+//     Entries they commit are applied from the mirror only while raft's
+//     log up to the mirror's last index is the mirror's (keepsMirror, and
+//     the term and raft state of the write's start).
 //   - Apply only durable committed entries, in order, never skipping one:
 //     an entry reaches StateMachine.Apply only after it was written, and
 //     only as the successor of the applied index; an Apply error is fatal
-//     (HandleReady returns it, and the applied index stays below the entry).
-//   - After HandleReady or SnapshotDone returned an error the Core must not
+//     (HandleReady, ApplyDurable, StepWhileWriting or FinishReady returns
+//     it, and the applied index stays below the entry).
+//   - After HandleReady, BeginReady, ApplyDurable, StepWhileWriting,
+//     FinishReady or SnapshotDone returned an error the Core must not
 //     be used again, except Close.
 type Core struct {
 	cfg       Config
@@ -79,7 +90,8 @@ type Core struct {
 	persisted atomic.Uint64 // log entries written to storage
 
 	// snapMu orders a SnapshotJob recording a local snapshot against
-	// HandleReady recording one received from the leader.
+	// a Ready recording one received from the leader (held from
+	// BeginReady to FinishReady).
 	snapMu sync.Mutex
 
 	// Owned by the core's goroutine.
@@ -99,7 +111,7 @@ type Core struct {
 	sendBuf      []*pb.Message   // reused by sendAppends
 	parallel     bool            // CoreOptions.ParallelApply
 	inbox        Inbox           // CoreOptions.Inbox
-	inboxBuf     []*pb.Message   // reused by stepWhileWriting
+	inboxBuf     []*pb.Message   // reused by stepInbox
 	toldCommit   uint64          // highest commit index tellCommit sent
 	observers    map[uint64]bool // learners by id: true for an observer (observers.go)
 }
@@ -117,15 +129,17 @@ type CoreOptions struct {
 	OnReadStates func([]raft.ReadState)
 	// RaftLogger replaces the raft logger built from Config.Logger.
 	RaftLogger raft.Logger
-	// ParallelApply lets HandleReady apply committed entries that are
-	// durable already on the calling goroutine while a goroutine it waits
-	// for writes the Ready to Storage. StateMachine.Apply then runs
-	// concurrently with Storage.Write (never with another Core method).
-	// False: they run one after the other, apply first (the simulator).
+	// ParallelApply lets a Ready's write overlap the apply of committed
+	// entries that are durable already and the stepping of peer messages
+	// (ReadyWrite.Overlaps): HandleReady then writes on a goroutine it
+	// waits for, the simulator completes the write after a simulated
+	// latency. StateMachine.Apply then runs concurrently with
+	// Storage.Write (never with another Core method). False: they run one
+	// after the other, apply first.
 	ParallelApply bool
 	// Inbox, with ParallelApply, hands HandleReady the peer messages that
 	// arrive while a Ready's write runs: it steps them then, and applies
-	// the entries they commit that are durable already (stepWhileWriting),
+	// the entries they commit that are durable already (StepWhileWriting),
 	// so a quorum's acknowledgement is applied and answered without
 	// waiting for this member's next write. Nil: messages wait for the
 	// owner to Step them between Readys.
@@ -354,118 +368,6 @@ func (c *Core) ReportSnapshot(id uint64, failed bool) {
 // HasReady reports whether HandleReady has work.
 func (c *Core) HasReady() bool { return c.rn.HasReady() }
 
-// HandleReady takes one raft.Ready and handles it completely in the
-// documented order: send the leader's appends, persist (applying the
-// committed entries that were durable already meanwhile, applyDurable),
-// mirror into MemoryStorage, send, restore a received snapshot, apply the
-// other committed entries, deliver read states, notify a leader change,
-// decide a local snapshot (taken with SnapshotJob), Advance.
-// Any error is fatal: raft is not advanced and the Core must not be used
-// again.
-func (c *Core) HandleReady() error {
-	rd := c.rn.Ready()
-	if rd.SoftState != nil {
-		c.lead.Store(rd.SoftState.Lead)
-		c.isLeader.Store(rd.SoftState.RaftState == raft.StateLeader)
-		c.raftState.Store(uint64(rd.SoftState.RaftState))
-	}
-
-	// Known wrong (mutation ack-before-durable): the messages, among them
-	// append acknowledgements and votes, leave before what they vouch for
-	// is durable.
-	early := mutation.Enabled(mutation.AckBeforeDurable)
-	msgs := rd.Messages
-	if early {
-		c.send(msgs)
-	} else {
-		msgs = c.sendAppends(msgs)
-	}
-
-	// 1. Persist: snapshot payload first, then snapshot metadata, hard
-	// state and entries in one Storage.Write (one fsync for the batch).
-	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
-	if hasSnap {
-		// Ordered against a SnapshotJob recording a local snapshot.
-		c.snapMu.Lock()
-		defer c.snapMu.Unlock()
-	}
-	// Committed entries that an earlier Ready made durable are applied
-	// while this Ready's write runs (pipelining; see applyDurable).
-	lastDurable, err := c.mem.LastIndex()
-	if err != nil {
-		return fmt.Errorf("read last raft index: %w", err)
-	}
-	if len(rd.Entries) > 0 {
-		// This Ready's entries replace what the disk holds from their first
-		// index on (a follower's log conflicting with the leader's): raft
-		// may hand them over as committed already, but the copy on disk
-		// is the old one until this write completes.
-		lastDurable = min(lastDurable, rd.Entries[0].GetIndex()-1)
-	}
-	committed := rd.CommittedEntries
-	if !hasSnap {
-		var sent bool
-		if committed, sent, err = c.applyDurable(rd, lastDurable, msgs, !early); err != nil {
-			return err
-		}
-		if sent {
-			msgs = nil
-		}
-	} else if err := c.persist(rd, hasSnap); err != nil {
-		return err
-	}
-
-	// 2. Mirror into raft's in-memory storage, which raft reads from.
-	if hasSnap {
-		if err := c.mem.ApplySnapshot(rd.Snapshot); err != nil {
-			return fmt.Errorf("apply snapshot to raft storage: %w", err)
-		}
-	}
-	if rd.HardState != nil {
-		if err := c.mem.SetHardState(rd.HardState); err != nil {
-			return fmt.Errorf("set hard state: %w", err)
-		}
-	}
-	if err := c.mem.Append(rd.Entries); err != nil {
-		return fmt.Errorf("append entries to raft storage: %w", err)
-	}
-
-	// 3. Send: only now is everything the messages promise durable (unless
-	// applyDurable sent them as soon as the write returned).
-	if !early {
-		c.send(msgs)
-	}
-
-	// 4. Apply the snapshot and committed entries to the state machine.
-	if hasSnap {
-		if err := c.restoreSnapshot(rd.Snapshot); err != nil {
-			return err
-		}
-	}
-	if err := c.applyCommitted(committed); err != nil {
-		return err
-	}
-	if len(rd.ReadStates) > 0 && c.onReads != nil {
-		c.onReads(rd.ReadStates)
-	}
-	c.maybeNotifyLeader()
-
-	// 5. Snapshot if due, then tell raft this Ready is done.
-	if err := c.maybeSnapshot(); err != nil {
-		return err
-	}
-	c.rn.Advance(rd)
-	c.publishRaft()
-	if c.confDirty {
-		c.publishConf()
-	}
-	c.maybeCampaign()
-	// Membership changes see the conf state raft was told is applied, and
-	// their callers are woken only now.
-	c.driveChanges()
-	return nil
-}
-
 // sendAppends sends the leader's appends and heartbeats at once, before the
 // Ready is persisted, so that the followers write in parallel with the
 // leader (raft thesis 10.2.1, as etcd does), and returns the other messages,
@@ -495,112 +397,7 @@ func (c *Core) send(msgs []*pb.Message) {
 	}
 }
 
-// applyDurable persists rd (which holds no snapshot) and applies its
-// committed entries that were durable before it, up to lastDurable, the
-// first conf change excluded: with CoreOptions.ParallelApply while the
-// write runs on a goroutine it waits for, otherwise before the write. So
-// the entries a write made durable are applied while the next batch is
-// written instead of before it. It returns the committed entries left to
-// apply after the write (and the mirror into MemoryStorage). The entries
-// applied early are committed and durable here: raft never overwrites a
-// committed entry, and the MemoryStorage mirror holds only durable ones.
-//
-// With send, msgs (the Ready's messages that wait for its write, among
-// them a follower's append acknowledgements) are handed to the Transport
-// by the writing goroutine as soon as the write returned, without waiting
-// for the apply running meanwhile; sent reports that it did so. They vouch
-// only for what that write made durable, and they leave after it.
-func (c *Core) applyDurable(rd raft.Ready, lastDurable uint64, msgs []*pb.Message, send bool) (rest []*pb.Entry, sent bool, err error) {
-	ents := rd.CommittedEntries
-	n := 0
-	for n < len(ents) && ents[n].GetIndex() <= lastDurable && ents[n].GetType() == pb.EntryNormal {
-		n++
-	}
-	var perr, aerr error
-	switch {
-	case c.parallel && (len(rd.Entries) > 0 || rd.MustSync) && (n > 0 || c.inbox != nil):
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if perr = c.persist(rd, false); perr == nil && send {
-				// Persist before send holds: the write returned.
-				c.send(msgs)
-			}
-		}()
-		aerr = c.applyCommitted(ents[:n])
-		if aerr == nil && c.inbox != nil {
-			aerr = c.stepWhileWriting(done, lastDurable, rd.Entries)
-		}
-		<-done
-		sent = send && perr == nil
-	case n == 0:
-		perr = c.persist(rd, false)
-	default:
-		if aerr = c.applyCommitted(ents[:n]); aerr == nil {
-			perr = c.persist(rd, false)
-		}
-	}
-	if err := errors.Join(aerr, perr); err != nil {
-		return nil, false, err
-	}
-	return ents[n:], sent, nil
-}
-
-// stepWhileWriting runs on the Core's goroutine while a Ready's write runs
-// (until written is closed): it steps the peer messages the Inbox queued
-// meanwhile, and applies the entries they commit, up to lastDurable (what
-// the MemoryStorage mirror holds, all durable) and before the first conf
-// change, so that a quorum's acknowledgement is applied (and the clients
-// answered) while the next batch is written. raft takes messages between
-// Ready and Advance (raft.Node does the same); what they make it send waits
-// for the next Ready.
-//
-// Applying from the mirror is safe only while raft's log up to lastDurable
-// is the mirror's: so only as long as this member's raft state and term
-// are those of the start of the write (a leader never rewrites its own
-// log; a follower's log changes at a new term or a snapshot), and no
-// stepped MsgSnap or MsgApp could have replaced a mirrored entry (an
-// entry at or below lastDurable whose term differs from the mirror's).
-// Once that fails, the rest waits for the next Ready, as without an Inbox.
-func (c *Core) stepWhileWriting(written <-chan struct{}, lastDurable uint64, writing []*pb.Entry) error {
-	st := c.rn.BasicStatus()
-	term, state := st.GetTerm(), st.RaftState
-	keep := true
-	for {
-		select {
-		case <-written:
-			return nil
-		case <-c.inbox.Wake():
-		}
-		c.inboxBuf = c.inbox.TakeSteps(c.inboxBuf[:0])
-		if len(c.inboxBuf) == 0 {
-			continue
-		}
-		for i, m := range c.inboxBuf {
-			keep = keep && c.keepsMirror(m, lastDurable)
-			if err := c.Step(m); err != nil {
-				c.lg.Debug().Err(err).Uint64("from", m.GetFrom()).Str("type", m.GetType().String()).Msg("step message")
-			}
-			c.inboxBuf[i] = nil
-		}
-		if !keep {
-			continue
-		}
-		st = c.rn.BasicStatus()
-		if st.GetTerm() != term || st.RaftState != state {
-			keep = false
-			continue
-		}
-		if err := c.applyMirrored(min(st.GetCommit(), lastDurable)); err != nil {
-			return err
-		}
-		if state == raft.StateLeader {
-			c.tellCommit(st.GetCommit(), term, writing)
-		}
-	}
-}
-
-// tellCommit, on the leader while it writes (stepWhileWriting), tells the
+// tellCommit, on the leader while it writes (StepWhileWriting), tells the
 // followers it replicates to that the commit index advanced to commit, so
 // that they apply (and answer their clients) without waiting for the
 // leader's next Ready, which raft's own message carrying it waits for. The
@@ -613,6 +410,10 @@ func (c *Core) stepWhileWriting(written <-chan struct{}, lastDurable uint64, wri
 // and raft sends its appends before its write too. A leader's log is only
 // appended to in its term, so the terms it reads are its log's.
 func (c *Core) tellCommit(commit, term uint64, writing []*pb.Entry) {
+	if n := len(writing); n > 0 && mutation.Enabled(mutation.TellUncommitted) {
+		// Known wrong: what the leader writes is not committed yet.
+		commit = max(commit, writing[n-1].GetIndex())
+	}
 	if c.transport == nil || commit <= c.toldCommit {
 		return
 	}
@@ -638,7 +439,7 @@ func (c *Core) tellCommit(commit, term uint64, writing []*pb.Entry) {
 }
 
 // keepsMirror reports whether stepping m leaves raft's log at or below
-// lastDurable as the MemoryStorage mirror holds it (see stepWhileWriting).
+// lastDurable as the MemoryStorage mirror holds it (see StepWhileWriting).
 func (c *Core) keepsMirror(m *pb.Message, lastDurable uint64) bool {
 	switch m.GetType() {
 	case pb.MsgSnap:
@@ -675,48 +476,6 @@ func (c *Core) applyMirrored(hi uint64) error {
 		n++
 	}
 	return c.applyCommitted(ents[:n])
-}
-
-// persist writes the durable part of rd. A HardState that only moves the
-// commit index (rd.MustSync false, no entries) is not written on its own:
-// raft allows losing it, and it rides along with the next write. This keeps
-// one fsync per Ready on the sequential-propose path.
-func (c *Core) persist(rd raft.Ready, hasSnap bool) error {
-	var w WriteBatch
-	if hasSnap {
-		md := rd.Snapshot.GetMetadata()
-		if err := c.store.SaveSnapshot(md.GetTerm(), md.GetIndex(), rd.Snapshot.GetData()); err != nil {
-			return fmt.Errorf("save received snapshot at index %d: %w", md.GetIndex(), err)
-		}
-		w.Snapshot = md
-		w.DropAllEntries = true
-		w.ConfState = md.GetConfState()
-	}
-	if rd.HardState != nil {
-		c.hardState = rd.HardState
-		c.hsDirty = true
-		c.term.Store(rd.HardState.GetTerm())
-	}
-	w.Entries = rd.Entries
-	if c.hsDirty && (rd.MustSync || !w.Empty()) {
-		w.HardState = c.hardState
-	}
-	if err := c.store.Write(&w); err != nil {
-		return err
-	}
-	if w.HardState != nil {
-		c.hsDirty = false
-	}
-	if len(rd.Entries) > 0 {
-		c.batches.Add(1)
-		c.persisted.Add(uint64(len(rd.Entries)))
-	}
-	if hasSnap {
-		if err := c.store.PruneSnapshots(); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // restoreSnapshot hands a snapshot received from the leader to the state

@@ -53,9 +53,14 @@
 // returned, not after the apply. While it waits, the Core steps the peer
 // messages queued meanwhile (CoreOptions.Inbox, Node's queue) and applies
 // the entries a quorum's acknowledgement committed that its mirror holds
-// (Core.stepWhileWriting), so a reply does not wait for the next write. A
+// (Core.StepWhileWriting), so a reply does not wait for the next write. A
 // follower that knows its leader forwards a proposal to it from Propose's
-// caller (Node.forward), not with the next Ready. Propose,
+// caller (Node.forward, Core.Forward), not with the next Ready.
+// HandleReady is a wrapper: the Core's Ready handling is split into
+// BeginReady, ApplyDurable, ReadyWrite.Write, StepWhileWriting and
+// FinishReady (ReadyWrite), so that the deterministic simulator drives the
+// same code with the write completed by its simulated disk instead of a
+// goroutine. Propose,
 // ReadIndex, WaitApplied, Status and the MessageHandler methods may be
 // called from any goroutine; MessageHandler.Step only queues and never
 // blocks the transport's reader. The Transport's own goroutines call the

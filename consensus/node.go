@@ -255,7 +255,7 @@ func (n *Node) run() {
 			// Once a write is done, raft has more (on a single member, the
 			// entries it committed by Advance): hand it the work queued
 			// meanwhile first, so that the next Ready writes the new
-			// proposals while it applies those (Core.applyDurable). Bounded,
+			// proposals while it applies those (Core.ApplyDurable). Bounded,
 			// so ticks and Stop are not held off under load.
 			if early < maxEarlyRuns && n.core.HasReady() {
 				select {
@@ -388,22 +388,19 @@ func (n *Node) Propose(ctx context.Context, data []byte) error {
 }
 
 // forward hands data, on a follower that knows its leader, to the
-// Transport as the MsgProp raft would forward, from the caller's goroutine:
-// raft's copy would leave only with the next Ready, after the write
-// running meanwhile, and a MsgProp vouches for nothing on this member's
-// disk. It reports false where raft must decide: on a leader, on a
-// single member, and while proposals wait for a leader (held) or for the
-// loop. Proposals of one caller keep their order (one connection to the
+// Transport as the MsgProp raft would forward, from the caller's goroutine
+// (Core.Forward decides: raft's copy would leave only with the next Ready,
+// after the write running meanwhile). It reports false where raft must
+// decide: on a leader, on a single member, and while proposals wait for a
+// leader (held) or for the loop. Proposals of one caller keep their order (one connection to the
 // leader, sent in call order); across a leader change they may be lost or
 // overtaken, as raft's forwarded ones may be (the server's per-connection
 // order check refuses an overtaking write).
 func (n *Node) forward(lead uint64, data []byte) bool {
-	if n.transport == nil || testNoForward || lead == n.cfg.ID || n.core.IsLeader() || n.queuedProposals.Load() > 0 {
+	if testNoForward || lead == n.cfg.ID || n.queuedProposals.Load() > 0 {
 		return false
 	}
-	n.transport.Send([]*pb.Message{{Type: pb.MsgProp.Enum(), From: new(n.cfg.ID), To: new(lead),
-		Entries: []*pb.Entry{{Type: pb.EntryNormal.Enum(), Data: data}}}})
-	return true
+	return n.core.Forward(data)
 }
 
 // WaitApplied blocks until this member has applied index, ctx is done, or

@@ -63,10 +63,25 @@ const (
 	// was answered (server's requestQueue.arrive), so a read pipelined
 	// behind a write of the same connection may not see it.
 	ReadOvertakesWrite Name = "read-overtakes-write"
+	// EarlyAckBeforeWrite makes a Ready's write (consensus.ReadyWrite.Write)
+	// send the messages that wait for it, a follower's append
+	// acknowledgements and votes, when the write starts instead of once it
+	// returned.
+	EarlyAckBeforeWrite Name = "early-ack-before-write"
+	// ApplyConflictingMirror makes a Core stepping peer messages while it
+	// writes (consensus.Core.StepWhileWriting) keep applying committed
+	// entries from its MemoryStorage mirror although a stepped message
+	// replaced mirrored entries or changed its term or raft state.
+	ApplyConflictingMirror Name = "apply-conflicting-mirror"
+	// TellUncommitted makes a leader stepping acknowledgements while it
+	// writes (consensus.Core's tellCommit) tell its followers the last
+	// index it writes as the commit index, before a quorum made it durable.
+	TellUncommitted Name = "tell-uncommitted"
 )
 
 var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
-	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite}
+	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite,
+	EarlyAckBeforeWrite, ApplyConflictingMirror, TellUncommitted}
 
 // on[i] is whether all[i] is switched on.
 var on = make([]atomic.Bool, len(all))
