@@ -232,8 +232,12 @@ func (c *Core) BeginReady() (*ReadyWrite, error) {
 		w.batch.HardState = c.hardState
 	}
 
-	st := c.rn.BasicStatus()
-	w.term, w.state, w.keep = st.GetTerm(), st.RaftState, true
+	if w.overlaps {
+		// StepWhileWriting applies from the mirror only while raft stays
+		// in this term and state.
+		st := c.rn.BasicStatus()
+		w.term, w.state, w.keep = st.GetTerm(), st.RaftState, true
+	}
 	return w, nil
 }
 
@@ -270,11 +274,8 @@ func (c *Core) ApplyDurable(w *ReadyWrite) error {
 // entry at or below lastDurable whose term differs from the mirror's).
 // Once that fails, the rest waits for the next Ready, as without it.
 func (c *Core) StepWhileWriting(w *ReadyWrite, msgs ...*pb.Message) error {
-	// Known wrong (mutation apply-conflicting-mirror): the mirror is
-	// trusted whatever the stepped messages did to raft's log.
-	trust := mutation.Enabled(mutation.ApplyConflictingMirror)
 	for _, m := range msgs {
-		w.keep = w.keep && (trust || c.keepsMirror(m, w.lastDurable))
+		w.keep = w.keep && c.keepsMirror(m, w.lastDurable)
 		if err := c.Step(m); err != nil {
 			c.lg.Debug().Err(err).Uint64("from", m.GetFrom()).Str("type", m.GetType().String()).Msg("step message")
 		}
@@ -283,12 +284,23 @@ func (c *Core) StepWhileWriting(w *ReadyWrite, msgs ...*pb.Message) error {
 		return nil
 	}
 	st := c.rn.BasicStatus()
-	if !trust && (st.GetTerm() != w.term || st.RaftState != w.state) {
+	if st.GetTerm() != w.term || st.RaftState != w.state {
 		w.keep = false
 		return nil
 	}
 	if err := c.applyMirrored(min(st.GetCommit(), w.lastDurable)); err != nil {
 		return err
+	}
+	if mutation.Enabled(mutation.ApplyUnwritten) {
+		// Known wrong: the committed entries this write still writes are
+		// applied before they are durable here.
+		n := 0
+		for n < len(w.rd.Entries) && w.rd.Entries[n].GetIndex() <= st.GetCommit() && w.rd.Entries[n].GetType() == pb.EntryNormal {
+			n++
+		}
+		if err := c.applyCommitted(w.rd.Entries[:n]); err != nil {
+			return err
+		}
 	}
 	if w.state == raft.StateLeader {
 		c.tellCommit(st.GetCommit(), w.term, w.rd.Entries)

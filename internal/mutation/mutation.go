@@ -68,11 +68,11 @@ const (
 	// acknowledgements and votes, when the write starts instead of once it
 	// returned.
 	EarlyAckBeforeWrite Name = "early-ack-before-write"
-	// ApplyConflictingMirror makes a Core stepping peer messages while it
-	// writes (consensus.Core.StepWhileWriting) keep applying committed
-	// entries from its MemoryStorage mirror although a stepped message
-	// replaced mirrored entries or changed its term or raft state.
-	ApplyConflictingMirror Name = "apply-conflicting-mirror"
+	// ApplyUnwritten makes a Core stepping peer messages while it writes
+	// (consensus.Core.StepWhileWriting) apply the committed entries of the
+	// write still running, before they are durable on this member (the
+	// clamp to the mirror's last index dropped).
+	ApplyUnwritten Name = "apply-unwritten"
 	// TellUncommitted makes a leader stepping acknowledgements while it
 	// writes (consensus.Core's tellCommit) tell its followers the last
 	// index it writes as the commit index, before a quorum made it durable.
@@ -81,7 +81,7 @@ const (
 
 var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
 	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite,
-	EarlyAckBeforeWrite, ApplyConflictingMirror, TellUncommitted}
+	EarlyAckBeforeWrite, ApplyUnwritten, TellUncommitted}
 
 // on[i] is whether all[i] is switched on.
 var on = make([]atomic.Bool, len(all))
