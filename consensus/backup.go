@@ -43,7 +43,7 @@ func (n *Node) Freeze(ctx context.Context) (FrozenState, error) {
 	n.q.push(func(n *Node) {
 		fs, err := n.core.freeze()
 		resC <- result{fs, err}
-	}, false)
+	})
 	select {
 	case r := <-resC:
 		return r.fs, r.err

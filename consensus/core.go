@@ -3,6 +3,7 @@ package consensus
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.etcd.io/raft/v3/tracker"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/zkraft/zkraft/internal/mutation"
@@ -28,19 +30,34 @@ import (
 // Invariants (see the package documentation for the Ready order):
 //   - Single goroutine: Tick, Step, Propose, ReadIndex,
 //     ReportUnreachable, ReportSnapshot, HasReady, HandleReady,
+//     BeginReady, ApplyDurable, StepWhileWriting, FinishReady,
 //     RequestSnapshot, SnapshotJob, SnapshotDone, ChangeMembers,
 //     StartMemberChange, CancelMemberChange and Close are never called
-//     concurrently. Time is never read except through the injected clock
+//     concurrently. Only ReadyWrite.Write may run on another goroutine,
+//     and only while its Ready is between BeginReady and FinishReady
+//     (ReadyWrite documents the protocol); between BeginReady and
+//     FinishReady the owner calls nothing but ApplyDurable and
+//     StepWhileWriting (and Close after a failure). Time is never read except through the injected clock
 //     (CoreOptions.Now), used only to judge which peers are running.
 //   - Persist before send: a Ready's messages leave (Transport.Send) only
 //     after its snapshot, hard state and entries are durable (Storage.Write
-//     returned), except the leader's appends and heartbeats (MsgApp,
-//     MsgHeartbeat), which leave first (sendAppends).
+//     returned: ReadyWrite.Write sends them then), except the leader's
+//     appends and heartbeats (MsgApp, MsgHeartbeat), which leave first
+//     (sendAppends), the leader's commit index told while it writes
+//     (tellCommit) and a follower's forwarded proposal (Forward); none
+//     vouches for this member's disk.
+//   - Messages stepped while a write runs (StepWhileWriting) change raft
+//     only in memory; what raft sends for them leaves with a later Ready.
+//     Entries they commit are applied from the mirror only while raft's
+//     log up to the mirror's last index is the mirror's (keepsMirror, and
+//     the term and raft state of the write's start).
 //   - Apply only durable committed entries, in order, never skipping one:
 //     an entry reaches StateMachine.Apply only after it was written, and
 //     only as the successor of the applied index; an Apply error is fatal
-//     (HandleReady returns it, and the applied index stays below the entry).
-//   - After HandleReady or SnapshotDone returned an error the Core must not
+//     (HandleReady, ApplyDurable, StepWhileWriting or FinishReady returns
+//     it, and the applied index stays below the entry).
+//   - After HandleReady, BeginReady, ApplyDurable, StepWhileWriting,
+//     FinishReady or SnapshotDone returned an error the Core must not
 //     be used again, except Close.
 type Core struct {
 	cfg       Config
@@ -73,7 +90,8 @@ type Core struct {
 	persisted atomic.Uint64 // log entries written to storage
 
 	// snapMu orders a SnapshotJob recording a local snapshot against
-	// HandleReady recording one received from the leader.
+	// a Ready recording one received from the leader (held from
+	// BeginReady to FinishReady).
 	snapMu sync.Mutex
 
 	// Owned by the core's goroutine.
@@ -92,6 +110,9 @@ type Core struct {
 	changes      []*MemberChange // membership changes; the first one runs
 	sendBuf      []*pb.Message   // reused by sendAppends
 	parallel     bool            // CoreOptions.ParallelApply
+	inbox        Inbox           // CoreOptions.Inbox
+	inboxBuf     []*pb.Message   // reused by stepInbox
+	toldCommit   uint64          // highest commit index tellCommit sent
 	observers    map[uint64]bool // learners by id: true for an observer (observers.go)
 }
 
@@ -108,12 +129,31 @@ type CoreOptions struct {
 	OnReadStates func([]raft.ReadState)
 	// RaftLogger replaces the raft logger built from Config.Logger.
 	RaftLogger raft.Logger
-	// ParallelApply lets HandleReady apply committed entries that are
-	// durable already on the calling goroutine while a goroutine it waits
-	// for writes the Ready to Storage. StateMachine.Apply then runs
-	// concurrently with Storage.Write (never with another Core method).
-	// False: they run one after the other, apply first (the simulator).
+	// ParallelApply lets a Ready's write overlap the apply of committed
+	// entries that are durable already and the stepping of peer messages
+	// (ReadyWrite.Overlaps): HandleReady then writes on a goroutine it
+	// waits for, the simulator completes the write after a simulated
+	// latency. StateMachine.Apply then runs concurrently with
+	// Storage.Write (never with another Core method). False: they run one
+	// after the other, apply first.
 	ParallelApply bool
+	// Inbox, with ParallelApply, hands HandleReady the peer messages that
+	// arrive while a Ready's write runs: it steps them then, and applies
+	// the entries they commit that are durable already (StepWhileWriting),
+	// so a quorum's acknowledgement is applied and answered without
+	// waiting for this member's next write. Nil: messages wait for the
+	// owner to Step them between Readys.
+	Inbox Inbox
+}
+
+// Inbox holds peer messages waiting for the Core (Node's queue).
+type Inbox interface {
+	// Wake is signalled (capacity one, never closed) once a message is
+	// queued; it may also fire with none waiting.
+	Wake() <-chan struct{}
+	// TakeSteps removes the queued peer messages, in arrival order, and
+	// appends them to buf. Other queued work stays queued.
+	TakeSteps(buf []*pb.Message) []*pb.Message
 }
 
 // NewCore loads the durable state from opts.Storage, restores the latest
@@ -141,6 +181,10 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 		now:       opts.Now,
 		onReads:   opts.OnReadStates,
 		parallel:  opts.ParallelApply,
+		inbox:     opts.Inbox,
+	}
+	if c.transport == nil {
+		c.inbox = nil // a single member receives no messages
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -324,113 +368,6 @@ func (c *Core) ReportSnapshot(id uint64, failed bool) {
 // HasReady reports whether HandleReady has work.
 func (c *Core) HasReady() bool { return c.rn.HasReady() }
 
-// HandleReady takes one raft.Ready and handles it completely in the
-// documented order: send the leader's appends, persist (applying the
-// committed entries that were durable already meanwhile, applyDurable),
-// mirror into MemoryStorage, send, restore a received snapshot, apply the
-// other committed entries, deliver read states, notify a leader change,
-// decide a local snapshot (taken with SnapshotJob), Advance.
-// Any error is fatal: raft is not advanced and the Core must not be used
-// again.
-func (c *Core) HandleReady() error {
-	rd := c.rn.Ready()
-	if rd.SoftState != nil {
-		c.lead.Store(rd.SoftState.Lead)
-		c.isLeader.Store(rd.SoftState.RaftState == raft.StateLeader)
-		c.raftState.Store(uint64(rd.SoftState.RaftState))
-	}
-
-	// Known wrong (mutation ack-before-durable): the messages, among them
-	// append acknowledgements and votes, leave before what they vouch for
-	// is durable.
-	early := mutation.Enabled(mutation.AckBeforeDurable)
-	msgs := rd.Messages
-	if early {
-		c.send(msgs)
-	} else {
-		msgs = c.sendAppends(msgs)
-	}
-
-	// 1. Persist: snapshot payload first, then snapshot metadata, hard
-	// state and entries in one Storage.Write (one fsync for the batch).
-	hasSnap := !raft.IsEmptySnap(rd.Snapshot)
-	if hasSnap {
-		// Ordered against a SnapshotJob recording a local snapshot.
-		c.snapMu.Lock()
-		defer c.snapMu.Unlock()
-	}
-	// Committed entries that an earlier Ready made durable are applied
-	// while this Ready's write runs (pipelining; see applyDurable).
-	lastDurable, err := c.mem.LastIndex()
-	if err != nil {
-		return fmt.Errorf("read last raft index: %w", err)
-	}
-	if len(rd.Entries) > 0 {
-		// This Ready's entries replace what the disk holds from their first
-		// index on (a follower's log conflicting with the leader's): raft
-		// may hand them over as committed already, but the copy on disk
-		// is the old one until this write completes.
-		lastDurable = min(lastDurable, rd.Entries[0].GetIndex()-1)
-	}
-	committed := rd.CommittedEntries
-	if !hasSnap {
-		if committed, err = c.applyDurable(rd, lastDurable); err != nil {
-			return err
-		}
-	} else if err := c.persist(rd, hasSnap); err != nil {
-		return err
-	}
-
-	// 2. Mirror into raft's in-memory storage, which raft reads from.
-	if hasSnap {
-		if err := c.mem.ApplySnapshot(withoutData(rd.Snapshot)); err != nil { // payload: see raftStorage
-			return fmt.Errorf("apply snapshot to raft storage: %w", err)
-		}
-	}
-	if rd.HardState != nil {
-		if err := c.mem.SetHardState(rd.HardState); err != nil {
-			return fmt.Errorf("set hard state: %w", err)
-		}
-	}
-	if err := c.mem.Append(rd.Entries); err != nil {
-		return fmt.Errorf("append entries to raft storage: %w", err)
-	}
-
-	// 3. Send: only now is everything the messages promise durable.
-	if !early {
-		c.send(msgs)
-	}
-
-	// 4. Apply the snapshot and committed entries to the state machine.
-	if hasSnap {
-		if err := c.restoreSnapshot(rd.Snapshot); err != nil {
-			return err
-		}
-	}
-	if err := c.applyCommitted(committed); err != nil {
-		return err
-	}
-	if len(rd.ReadStates) > 0 && c.onReads != nil {
-		c.onReads(rd.ReadStates)
-	}
-	c.maybeNotifyLeader()
-
-	// 5. Snapshot if due, then tell raft this Ready is done.
-	if err := c.maybeSnapshot(); err != nil {
-		return err
-	}
-	c.rn.Advance(rd)
-	c.publishRaft()
-	if c.confDirty {
-		c.publishConf()
-	}
-	c.maybeCampaign()
-	// Membership changes see the conf state raft was told is applied, and
-	// their callers are woken only now.
-	c.driveChanges()
-	return nil
-}
-
 // sendAppends sends the leader's appends and heartbeats at once, before the
 // Ready is persisted, so that the followers write in parallel with the
 // leader (raft thesis 10.2.1, as etcd does), and returns the other messages,
@@ -460,84 +397,85 @@ func (c *Core) send(msgs []*pb.Message) {
 	}
 }
 
-// applyDurable persists rd (which holds no snapshot) and applies its
-// committed entries that were durable before it, up to lastDurable, the
-// first conf change excluded: with CoreOptions.ParallelApply while the
-// write runs on a goroutine it waits for, otherwise before the write. So
-// the entries a write made durable are applied while the next batch is
-// written instead of before it. It returns the committed entries left to
-// apply after the write (and the mirror into MemoryStorage). The entries
-// applied early are committed and durable here: raft never overwrites a
-// committed entry, and the MemoryStorage mirror holds only durable ones.
-func (c *Core) applyDurable(rd raft.Ready, lastDurable uint64) ([]*pb.Entry, error) {
-	ents := rd.CommittedEntries
-	n := 0
-	for n < len(ents) && ents[n].GetIndex() <= lastDurable && ents[n].GetType() == pb.EntryNormal {
-		n++
+// tellCommit, on the leader while it writes (StepWhileWriting), tells the
+// followers it replicates to that the commit index advanced to commit, so
+// that they apply (and answer their clients) without waiting for the
+// leader's next Ready, which raft's own message carrying it waits for. The
+// message is an empty MsgApp at the follower's match index, or commit if
+// lower, with that entry's term in the leader's log (from the mirror, or
+// writing, the entries of the write running): raft's follower then
+// commits up to that index and answers with what the leader knows
+// already. It vouches for nothing on the leader's disk: the commit index
+// is a quorum's (which may be the followers' without the leader's write),
+// and raft sends its appends before its write too. A leader's log is only
+// appended to in its term, so the terms it reads are its log's.
+func (c *Core) tellCommit(commit, term uint64, writing []*pb.Entry) {
+	if n := len(writing); n > 0 && mutation.Enabled(mutation.TellUncommitted) {
+		// Known wrong: what the leader writes is not committed yet.
+		commit = max(commit, writing[n-1].GetIndex())
 	}
-	if n == 0 {
-		return ents, c.persist(rd, false)
+	if c.transport == nil || commit <= c.toldCommit {
+		return
 	}
-	var perr, aerr error
-	if c.parallel && (len(rd.Entries) > 0 || rd.MustSync) {
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			perr = c.persist(rd, false)
-		}()
-		aerr = c.applyCommitted(ents[:n])
-		<-done
-	} else {
-		if aerr = c.applyCommitted(ents[:n]); aerr == nil {
-			perr = c.persist(rd, false)
+	c.toldCommit = commit
+	c.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
+		if id == c.cfg.ID || pr.State != tracker.StateReplicate || pr.Match == 0 {
+			return
 		}
-	}
-	if err := errors.Join(aerr, perr); err != nil {
-		return nil, err
-	}
-	return ents[n:], nil
+		idx := min(pr.Match, commit)
+		t, err := c.mem.Term(idx)
+		if err != nil {
+			if len(writing) == 0 || idx < writing[0].GetIndex() || idx > writing[len(writing)-1].GetIndex() {
+				return // compacted: raft's next append tells it
+			}
+			t = writing[idx-writing[0].GetIndex()].GetTerm()
+		}
+		c.sendBuf = append(c.sendBuf, &pb.Message{Type: pb.MsgApp.Enum(), From: new(c.cfg.ID), To: new(id),
+			Term: new(term), Index: new(idx), LogTerm: new(t), Commit: new(commit)})
+	})
+	c.send(c.sendBuf)
+	clear(c.sendBuf)
+	c.sendBuf = c.sendBuf[:0]
 }
 
-// persist writes the durable part of rd. A HardState that only moves the
-// commit index (rd.MustSync false, no entries) is not written on its own:
-// raft allows losing it, and it rides along with the next write. This keeps
-// one fsync per Ready on the sequential-propose path.
-func (c *Core) persist(rd raft.Ready, hasSnap bool) error {
-	var w WriteBatch
-	if hasSnap {
-		md := rd.Snapshot.GetMetadata()
-		if err := c.store.SaveSnapshot(md.GetTerm(), md.GetIndex(), rd.Snapshot.GetData()); err != nil {
-			return fmt.Errorf("save received snapshot at index %d: %w", md.GetIndex(), err)
-		}
-		w.Snapshot = md
-		w.DropAllEntries = true
-		w.ConfState = md.GetConfState()
-	}
-	if rd.HardState != nil {
-		c.hardState = rd.HardState
-		c.hsDirty = true
-		c.term.Store(rd.HardState.GetTerm())
-	}
-	w.Entries = rd.Entries
-	if c.hsDirty && (rd.MustSync || !w.Empty()) {
-		w.HardState = c.hardState
-	}
-	if err := c.store.Write(&w); err != nil {
-		return err
-	}
-	if w.HardState != nil {
-		c.hsDirty = false
-	}
-	if len(rd.Entries) > 0 {
-		c.batches.Add(1)
-		c.persisted.Add(uint64(len(rd.Entries)))
-	}
-	if hasSnap {
-		if err := c.store.PruneSnapshots(); err != nil {
-			return err
+// keepsMirror reports whether stepping m leaves raft's log at or below
+// lastDurable as the MemoryStorage mirror holds it (see StepWhileWriting).
+func (c *Core) keepsMirror(m *pb.Message, lastDurable uint64) bool {
+	switch m.GetType() {
+	case pb.MsgSnap:
+		return false
+	case pb.MsgApp:
+		for _, e := range m.GetEntries() {
+			idx := e.GetIndex()
+			if idx > lastDurable {
+				break
+			}
+			if t, err := c.mem.Term(idx); err != nil || t != e.GetTerm() {
+				return false
+			}
 		}
 	}
-	return nil
+	return true
+}
+
+// applyMirrored applies the committed entries after the applied index up to
+// hi from the MemoryStorage mirror (durable), stopping before the first
+// that is not an EntryNormal (conf changes are applied from a Ready). The
+// next Ready hands them over again; applyCommitted skips them.
+func (c *Core) applyMirrored(hi uint64) error {
+	applied := c.applied.get()
+	if hi <= applied {
+		return nil
+	}
+	ents, err := c.mem.Entries(applied+1, hi+1, math.MaxUint64)
+	if err != nil {
+		return nil // compacted or unavailable: the next Ready applies them
+	}
+	n := 0
+	for n < len(ents) && ents[n].GetType() == pb.EntryNormal {
+		n++
+	}
+	return c.applyCommitted(ents[:n])
 }
 
 // restoreSnapshot hands a snapshot received from the leader to the state

@@ -18,6 +18,10 @@
 //     the leader's appends and heartbeats, which go first so that followers
 //     write in parallel with the leader (raft counts the leader's own copy
 //     only after its write, when Advance steps its self-acknowledgement).
+//     Two more messages vouch for nothing on the sender's disk and leave
+//     at once: a leader's empty MsgApp telling a follower the commit index
+//     (a quorum's) while it writes (Core.tellCommit), and a follower's
+//     forwarded proposal (Node.forward).
 //   - Apply only durable committed entries: an entry reaches
 //     StateMachine.Apply only after Storage.Write holding it returned.
 //   - Never skip an entry: entries are applied in index order, each the
@@ -44,7 +48,19 @@
 // share one fsync (group commit) and the next batch is written while the
 // last is applied: Core.HandleReady (CoreOptions.ParallelApply) writes on
 // a goroutine it starts and waits for while it applies committed entries
-// that were durable already. Propose,
+// that were durable already. That goroutine hands the Ready's messages
+// (a follower's acknowledgements) to the Transport as soon as the write
+// returned, not after the apply. While it waits, the Core steps the peer
+// messages queued meanwhile (CoreOptions.Inbox, Node's queue) and applies
+// the entries a quorum's acknowledgement committed that its mirror holds
+// (Core.StepWhileWriting), so a reply does not wait for the next write. A
+// follower that knows its leader forwards a proposal to it from Propose's
+// caller (Node.forward, Core.Forward), not with the next Ready.
+// HandleReady is a wrapper: the Core's Ready handling is split into
+// BeginReady, ApplyDurable, ReadyWrite.Write, StepWhileWriting and
+// FinishReady (ReadyWrite), so that the deterministic simulator drives the
+// same code with the write completed by its simulated disk instead of a
+// goroutine. Propose,
 // ReadIndex, WaitApplied, Status and the MessageHandler methods may be
 // called from any goroutine; MessageHandler.Step only queues and never
 // blocks the transport's reader. The Transport's own goroutines call the

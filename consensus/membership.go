@@ -123,7 +123,7 @@ func (n *Node) memberChange(ctx context.Context, start func(*Core, func(error)) 
 	errC := make(chan error, 1)
 	done := func(err error) { errC <- err }
 	var mc *MemberChange // set and read on the loop only
-	n.q.push(func(n *Node) { mc = start(n.core, done) }, false)
+	n.q.push(func(n *Node) { mc = start(n.core, done) })
 	select {
 	case err := <-errC:
 		return err
@@ -132,7 +132,7 @@ func (n *Node) memberChange(ctx context.Context, start func(*Core, func(error)) 
 		return ErrStopped
 	}
 	cause := ctx.Err()
-	n.q.push(func(n *Node) { n.core.CancelMemberChange(mc, cause) }, false)
+	n.q.push(func(n *Node) { n.core.CancelMemberChange(mc, cause) })
 	select {
 	case err := <-errC:
 		return err

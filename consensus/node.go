@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -51,6 +52,10 @@ type Node struct {
 	// Owned by the loop goroutine.
 	held []*proposal // proposals waiting for a leader
 
+	// queuedProposals counts proposals queued for the loop or held; while
+	// any are, forward does not overtake them.
+	queuedProposals atomic.Int64
+
 	stopOnce sync.Once
 	stopc    chan struct{} // closed by Stop
 	done     chan struct{} // closed when the loop and cleanup finished
@@ -72,41 +77,85 @@ type proposal struct {
 
 // opQueue hands work to the loop: every op queued while the loop was busy
 // runs in its next iteration, before the Readys they cause are handled, so
-// concurrent proposals share one fsync (group commit).
+// concurrent proposals share one fsync (group commit). Peer messages are
+// queued as such: the Core also takes them while a write runs (Inbox).
 type opQueue struct {
-	mu    sync.Mutex
-	ops   []func(*Node)
-	steps int // queued peer messages
-	wake  chan struct{}
+	mu       sync.Mutex
+	ops      []queuedOp
+	steps    int // queued peer messages
+	wake     chan struct{}
+	stepWake chan struct{} // signalled when a peer message is queued
 }
 
-// push queues op; a peer message (step) is dropped, reporting false, when
-// maxQueuedSteps are queued already.
-func (q *opQueue) push(op func(*Node), step bool) bool {
+// queuedOp is a function for the loop, or a peer message to step (msg set).
+type queuedOp struct {
+	fn  func(*Node)
+	msg *pb.Message
+}
+
+// push queues op.
+func (q *opQueue) push(op func(*Node)) {
 	q.mu.Lock()
-	if step {
-		if q.steps >= maxQueuedSteps {
-			q.mu.Unlock()
-			return false
-		}
-		q.steps++
-	}
-	q.ops = append(q.ops, op)
+	q.ops = append(q.ops, queuedOp{fn: op})
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
+	signal(q.wake)
+}
+
+// pushStep queues a peer message; it is dropped, reporting false, when
+// maxQueuedSteps are queued already.
+func (q *opQueue) pushStep(m *pb.Message) bool {
+	q.mu.Lock()
+	if q.steps >= maxQueuedSteps {
+		q.mu.Unlock()
+		return false
 	}
+	q.steps++
+	q.ops = append(q.ops, queuedOp{msg: m})
+	q.mu.Unlock()
+	signal(q.wake)
+	signal(q.stepWake)
 	return true
 }
 
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
 // take returns the queued ops, reusing buf.
-func (q *opQueue) take(buf []func(*Node)) []func(*Node) {
+func (q *opQueue) take(buf []queuedOp) []queuedOp {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	buf = append(buf[:0], q.ops...)
 	clear(q.ops)
 	q.ops = q.ops[:0]
+	q.steps = 0
+	return buf
+}
+
+// Wake implements Inbox.
+func (q *opQueue) Wake() <-chan struct{} { return q.stepWake }
+
+// TakeSteps implements Inbox: it removes the queued peer messages and
+// keeps the other ops queued, in order.
+func (q *opQueue) TakeSteps(buf []*pb.Message) []*pb.Message {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.steps == 0 {
+		return buf
+	}
+	rest := q.ops[:0]
+	for _, op := range q.ops {
+		if op.msg != nil {
+			buf = append(buf, op.msg)
+		} else {
+			rest = append(rest, op)
+		}
+	}
+	clear(q.ops[len(rest):])
+	q.ops = rest
 	q.steps = 0
 	return buf
 }
@@ -128,6 +177,7 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 		done:      make(chan struct{}),
 	}
 	n.q.wake = make(chan struct{}, 1)
+	n.q.stepWake = make(chan struct{}, 1)
 	n.reads.init()
 	n.snaps.init()
 	if err := checkNotSeeding(cfg.DataDir); err != nil {
@@ -144,7 +194,11 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 	if testWrapStorage != nil {
 		st = testWrapStorage(st)
 	}
-	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: st, OnReadStates: n.reads.deliver, ParallelApply: true})
+	var inbox Inbox = &n.q
+	if testNoInbox {
+		inbox = nil
+	}
+	n.core, err = NewCore(cfg, sm, CoreOptions{Storage: st, OnReadStates: n.reads.deliver, ParallelApply: true, Inbox: inbox})
 	if err != nil {
 		_ = n.store.Close()
 		return nil, err
@@ -175,7 +229,7 @@ func (n *Node) run() {
 	defer n.shutdown()
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
-	var ops []func(*Node)
+	var ops []queuedOp
 	for {
 		select {
 		case <-ticker.C:
@@ -201,7 +255,7 @@ func (n *Node) run() {
 			// Once a write is done, raft has more (on a single member, the
 			// entries it committed by Advance): hand it the work queued
 			// meanwhile first, so that the next Ready writes the new
-			// proposals while it applies those (Core.applyDurable). Bounded,
+			// proposals while it applies those (Core.ApplyDurable). Bounded,
 			// so ticks and Stop are not held off under load.
 			if early < maxEarlyRuns && n.core.HasReady() {
 				select {
@@ -221,16 +275,30 @@ func (n *Node) run() {
 // testWrapStorage, set only by tests, wraps the Storage Start hands the Core.
 var testWrapStorage func(Storage) Storage
 
+// testNoForward, set only by benchmarks, leaves forwarding proposals to
+// raft (forward reports false).
+var testNoForward bool
+
+// testNoInbox, set only by benchmarks, starts the Core without an Inbox
+// (peer messages wait for the next Ready), to measure what it saves.
+var testNoInbox bool
+
 // maxEarlyRuns bounds how often one loop iteration runs queued work
 // between two Readys before it returns to the ticker and Stop.
 const maxEarlyRuns = 8
 
 // runQueued runs the work other goroutines queued, reusing buf.
-func (n *Node) runQueued(buf []func(*Node)) []func(*Node) {
+func (n *Node) runQueued(buf []queuedOp) []queuedOp {
 	buf = n.q.take(buf)
 	for i, op := range buf {
-		op(n)
-		buf[i] = nil
+		if op.msg != nil {
+			if err := n.core.Step(op.msg); err != nil {
+				n.lg.Debug().Err(err).Uint64("from", op.msg.GetFrom()).Str("type", op.msg.GetType().String()).Msg("step message")
+			}
+		} else {
+			op.fn(n)
+		}
+		buf[i] = queuedOp{}
 	}
 	return buf
 }
@@ -249,7 +317,11 @@ func (n *Node) shutdown() {
 // and waits for raft to accept or drop it.
 func (n *Node) propose(ctx context.Context, fn func(*Core) error) error {
 	p := &proposal{ctx: ctx, fn: fn, errC: make(chan error, 1)}
-	n.q.push(func(n *Node) { n.stepProposal(p) }, false)
+	n.queuedProposals.Add(1)
+	n.q.push(func(n *Node) {
+		n.queuedProposals.Add(-1)
+		n.stepProposal(p)
+	})
 	select {
 	case err := <-p.errC:
 		return n.mapErr(err)
@@ -267,6 +339,7 @@ func (n *Node) stepProposal(p *proposal) {
 		return // the caller gave up
 	}
 	if n.core.Lead() == 0 {
+		n.queuedProposals.Add(1) // until retryHeld steps it
 		n.held = append(n.held, p)
 		return
 	}
@@ -280,6 +353,7 @@ func (n *Node) retryHeld() {
 	}
 	held := n.held
 	n.held = nil
+	n.queuedProposals.Add(-int64(len(held)))
 	for _, p := range held {
 		n.stepProposal(p)
 	}
@@ -289,7 +363,9 @@ func (n *Node) retryHeld() {
 // not when it is committed: watch StateMachine.Apply for that. A proposal
 // can still be lost (leader change); callers time out and retry. If the
 // leader is lost while the call is in flight, it waits for a new leader
-// until ctx is done. On a follower raft forwards the proposal. Errors:
+// until ctx is done. A follower that knows its leader forwards the
+// proposal itself (forward) and returns once it is queued for the leader;
+// otherwise raft forwards it. Errors:
 // ErrEmptyProposal, ErrStopped, ErrNoLeader, ctx.Err(), or a wrapped
 // raft.ErrProposalDropped when the leader sheds load.
 func (n *Node) Propose(ctx context.Context, data []byte) error {
@@ -301,10 +377,30 @@ func (n *Node) Propose(ctx context.Context, data []byte) error {
 		return ErrStopped
 	default:
 	}
-	if n.core.Lead() == 0 {
+	lead := n.core.Lead()
+	if lead == 0 {
 		return ErrNoLeader
 	}
+	if n.forward(lead, data) {
+		return nil
+	}
 	return n.propose(ctx, func(c *Core) error { return c.Propose(data) })
+}
+
+// forward hands data, on a follower that knows its leader, to the
+// Transport as the MsgProp raft would forward, from the caller's goroutine
+// (Core.Forward decides: raft's copy would leave only with the next Ready,
+// after the write running meanwhile). It reports false where raft must
+// decide: on a leader, on a single member, and while proposals wait for a
+// leader (held) or for the loop. Proposals of one caller keep their order (one connection to the
+// leader, sent in call order); across a leader change they may be lost or
+// overtaken, as raft's forwarded ones may be (the server's per-connection
+// order check refuses an overtaking write).
+func (n *Node) forward(lead uint64, data []byte) bool {
+	if testNoForward || lead == n.cfg.ID || n.queuedProposals.Load() > 0 {
+		return false
+	}
+	return n.core.Forward(data)
 }
 
 // WaitApplied blocks until this member has applied index, ctx is done, or
@@ -365,11 +461,7 @@ func (n *Node) Step(_ context.Context, m *pb.Message) error {
 	if m.GetType() == pb.MsgProp && n.core.Lead() == 0 {
 		return ErrNoLeader
 	}
-	if !n.q.push(func(n *Node) {
-		if err := n.core.Step(m); err != nil {
-			n.lg.Debug().Err(err).Uint64("from", m.GetFrom()).Str("type", m.GetType().String()).Msg("step message")
-		}
-	}, true) {
+	if !n.q.pushStep(m) {
 		return errStepQueueFull
 	}
 	return nil
@@ -381,12 +473,12 @@ var errStepQueueFull = errors.New("consensus: too many peer messages queued, mes
 
 // ReportUnreachable implements MessageHandler.
 func (n *Node) ReportUnreachable(id uint64) {
-	n.q.push(func(n *Node) { n.core.ReportUnreachable(id) }, false)
+	n.q.push(func(n *Node) { n.core.ReportUnreachable(id) })
 }
 
 // ReportSnapshot implements MessageHandler.
 func (n *Node) ReportSnapshot(id uint64, failed bool) {
-	n.q.push(func(n *Node) { n.core.ReportSnapshot(id, failed) }, false)
+	n.q.push(func(n *Node) { n.core.ReportSnapshot(id, failed) })
 }
 
 var _ MessageHandler = (*Node)(nil)

@@ -82,7 +82,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	retry := time.NewTimer(n.cfg.TickInterval * time.Duration(n.cfg.ElectionTicks))
 	defer retry.Stop()
 	for {
-		n.q.push(func(n *Node) { n.core.ReadIndex(rctx) }, false)
+		n.q.push(func(n *Node) { n.core.ReadIndex(rctx) })
 		select {
 		case idx := <-ch:
 			if err := n.WaitApplied(ctx, idx); err != nil {

@@ -18,7 +18,7 @@ import (
 // entries and hard states in the write-ahead log (wal.go), snapshot
 // metadata and the conf state in bbolt, snapshot payloads in files. It is
 // written by the node's loop goroutine (and Start before the loop runs), by
-// the goroutine Core.HandleReady persists on, and by the snapshotter; mu
+// the goroutine Core.HandleReady runs ReadyWrite.Write on, and by the snapshotter; mu
 // serializes them.
 //
 // A Write takes up to three steps, in this order, each durable before the

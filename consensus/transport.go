@@ -9,9 +9,12 @@ import (
 // Transport carries raft messages between members. A nil Transport in
 // Config means a single-member group with no network.
 type Transport interface {
-	// Send queues msgs for delivery, best effort. It is called from the
-	// Core's goroutine (Node's loop) after the Ready's state is durable, and must not
-	// block that loop for long: implementations marshal the messages inside
+	// Send queues msgs for delivery, best effort, and is safe for
+	// concurrent use. It is called from the Core's goroutine (Node's loop)
+	// after the Ready's state is durable, or, with
+	// CoreOptions.ParallelApply, from the goroutine that wrote it (while
+	// the loop applies entries), and by Node.Propose on a follower, which
+	// forwards a proposal (MsgProp) itself. It must not block for long: implementations marshal the messages inside
 	// Send (raft messages must not be read after Send returns, because raft
 	// may reuse their entries) and drop on a full queue, reporting the peer
 	// unreachable. A transport that delivers a MsgSnap must call

@@ -18,7 +18,8 @@ func TestOutputFormat(t *testing.T) {
 		{name: "mutated", args: []string{"-mutate", "ignore-set-version", "-seed", "1"}, code: 1,
 			contains: []string{"seed 1: linearizable: "}, last: "0 seeds passed, 1 failed"},
 		{name: "list", args: []string{"-list-mutations"}, code: 0,
-			contains: []string{"skip-expiry-fence\n", "follower-expiry\n", "ignore-set-version\n", "restore-raft-index\n", "lease-reads\n", "ack-before-durable\n", "skip-active-quorum\n", "skip-learner\n"}},
+			contains: []string{"skip-expiry-fence\n", "follower-expiry\n", "ignore-set-version\n", "restore-raft-index\n", "lease-reads\n", "ack-before-durable\n", "skip-active-quorum\n", "skip-learner\n",
+				"early-ack-before-write\n", "apply-unwritten\n", "tell-uncommitted\n"}},
 		{name: "unknown mutation", args: []string{"-mutate", "nope", "-seed", "1"}, code: 2},
 	}
 	for _, tt := range tests {

@@ -68,11 +68,25 @@ const (
 	// (server's replyQueue.mayPropose), so an earlier read may show the
 	// write, or a later state, and an earlier reply carry a later zxid.
 	WriteOvertakesRead Name = "write-overtakes-read"
+	// EarlyAckBeforeWrite makes a Ready's write (consensus.ReadyWrite.Write)
+	// send the messages that wait for it, a follower's append
+	// acknowledgements and votes, when the write starts instead of once it
+	// returned.
+	EarlyAckBeforeWrite Name = "early-ack-before-write"
+	// ApplyUnwritten makes a Core stepping peer messages while it writes
+	// (consensus.Core.StepWhileWriting) apply the committed entries of the
+	// write still running, before they are durable on this member (the
+	// clamp to the mirror's last index dropped).
+	ApplyUnwritten Name = "apply-unwritten"
+	// TellUncommitted makes a leader stepping acknowledgements while it
+	// writes (consensus.Core's tellCommit) tell its followers the last
+	// index it writes as the commit index, before a quorum made it durable.
+	TellUncommitted Name = "tell-uncommitted"
 )
 
 var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
 	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite,
-	WriteOvertakesRead}
+	WriteOvertakesRead, EarlyAckBeforeWrite, ApplyUnwritten, TellUncommitted}
 
 // on[i] is whether all[i] is switched on.
 var on = make([]atomic.Bool, len(all))

@@ -99,6 +99,20 @@ func (d *disk) Write(w *consensus.WriteBatch) error {
 	return nil
 }
 
+// crashDuring is a crash while the Core's write of b runs (a
+// consensus.ReadyWrite the member started, not yet complete): as a torn
+// write, a prefix of its entries may have reached the disk, and nothing
+// else (hard state, snapshot record); or it is lost whole.
+func (d *disk) crashDuring(b *consensus.WriteBatch) {
+	if len(b.Entries) == 0 || b.Snapshot != nil || d.w.chance(0.5) {
+		d.w.tracef("member %d crashed during a disk write (lost)", d.id)
+		return
+	}
+	keep := d.w.rng.IntN(len(b.Entries))
+	d.putEntries(b.Entries[:keep])
+	d.w.tracef("member %d crashed writing %d entries (%d reached the disk)", d.id, len(b.Entries), keep)
+}
+
 // putEntries replaces the stored entries at or after ents[0] with ents.
 func (d *disk) putEntries(ents []*pb.Entry) {
 	if len(ents) == 0 {

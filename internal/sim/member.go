@@ -35,25 +35,39 @@ type member struct {
 	incarnation int
 	backlog     []func() // what arrived while paused
 
-	disk       *disk
-	confState  *pb.ConfState // as of the last Ready handled
-	core       *consensus.Core
-	rep        *server.Replica
-	tracker    *session.Tracker
-	sl         *server.SessionLeader // the server's leader-side session logic
-	applied    uint64
-	lead       uint64 // the leader the last leader change reported
-	isLeader   bool   // sl's leader flag once its last leader change returned
-	inLeader   bool   // sl.LeaderChange runs (inside the Core's HandleReady)
-	ticks      uint64
-	reqCount   uint64
-	pending    map[uint64]func(server.Applied, bool) // by ReqID; false: failed before apply
-	reads      []*pendingRead
-	readCount  uint64
-	conns      map[uint64]*mconn       // by connection id
-	liveness   *server.LivenessReports // the server's liveness decisions: sessions touched since the last report
-	lastSnap   uint64
-	lastNoZxid bool // the last applied entry was not a zkraft entry
+	disk      *disk
+	confState *pb.ConfState // as of the last Ready handled
+	core      *consensus.Core
+	// writing is the Ready whose write the simulated disk runs (from
+	// BeginReady to FinishReady): meanwhile only peer messages reach the
+	// Core (StepWhileWriting), as Node's loop blocked in the write.
+	writing *consensus.ReadyWrite
+	idle    []func() // what waits for the write to end (Node's queue)
+	tickDue bool     // a tick came during the write (the ticker keeps one)
+	hold    bool     // idle runs: no Ready before all of it ran
+	// queuedProps counts proposals in idle: while any wait, a proposal is
+	// not forwarded (it would overtake them), as Node.forward.
+	queuedProps int
+	inStep      bool // StepWhileWriting runs
+	// crashMidWrite: crash at a random point of the next write that
+	// overlaps (the disk keeps a prefix of its entries, or nothing).
+	crashMidWrite bool
+	rep           *server.Replica
+	tracker       *session.Tracker
+	sl            *server.SessionLeader // the server's leader-side session logic
+	applied       uint64
+	lead          uint64 // the leader the last leader change reported
+	isLeader      bool   // sl's leader flag once its last leader change returned
+	inLeader      bool   // sl.LeaderChange runs (inside the Core's HandleReady)
+	ticks         uint64
+	reqCount      uint64
+	pending       map[uint64]func(server.Applied, bool) // by ReqID; false: failed before apply
+	reads         []*pendingRead
+	readCount     uint64
+	conns         map[uint64]*mconn       // by connection id
+	liveness      *server.LivenessReports // the server's liveness decisions: sessions touched since the last report
+	lastSnap      uint64
+	lastNoZxid    bool // the last applied entry was not a zkraft entry
 }
 
 // mconn is a client connection as a member sees it.
@@ -133,6 +147,7 @@ func (m *member) restart() {
 	}
 	m.incarnation++
 	m.up, m.paused, m.backlog, m.disk.tear = true, false, nil, false
+	m.writing, m.idle, m.tickDue, m.hold, m.queuedProps, m.crashMidWrite = nil, nil, false, false, 0, false
 	m.tracker = session.NewTracker(clock{m.w}, trackerTickMs)
 	m.rep = server.NewReplica(treeOptions, m, zerolog.Nop())
 	m.sl = m.rep.NewSessionLeader(m.tracker, server.LeaderConfig{RetryAfter: expiryRetry}, leaderHooks{m})
@@ -160,6 +175,9 @@ func (m *member) restart() {
 		Now:          clock{m.w}.Now,
 		OnReadStates: m.readStates,
 		RaftLogger:   silentRaft,
+		// As Node: writes overlap the apply of durable entries and the
+		// stepping of peer messages (process, finishWrite).
+		ParallelApply: true,
 	})
 	if err != nil {
 		m.w.fail("apply", "member %d restart: %v", m.id, err)
@@ -191,6 +209,9 @@ type stateMachine struct{ m *member }
 func (s stateMachine) Apply(index, term uint64, data []byte) error {
 	m := s.m
 	m.w.chk.durable(m, index, term)
+	if m.inStep {
+		m.w.pipe.stepApplies++
+	}
 	m.w.chk.applyTerm = term
 	if err := m.rep.Apply(index, term, data); err != nil {
 		return err
@@ -263,6 +284,11 @@ func (m *member) remove() {
 
 func (m *member) crash() {
 	m.w.tracef("member %d crashed", m.id)
+	if m.writing != nil {
+		m.w.pipe.crashWrites++
+		m.disk.crashDuring(m.writing.Batch())
+		m.writing, m.idle = nil, nil
+	}
 	m.up, m.paused, m.core, m.backlog = false, false, nil, nil
 	for _, c := range m.sortedConns() {
 		c.client.connLost(c.id)
@@ -308,8 +334,12 @@ func (m *member) scheduleTick() {
 			return
 		}
 		m.w.current = m
-		m.core.Tick()
-		m.process()
+		if m.writing != nil {
+			m.tickDue = true
+		} else {
+			m.core.Tick()
+			m.process()
+		}
 		// Expiry decisions and liveness reports run every tick here, the
 		// container and TTL round every containerTicks.
 		if m.up {
@@ -330,18 +360,90 @@ func (m *member) step(msg *pb.Message) {
 		return
 	}
 	m.w.current = m
+	if m.writing != nil {
+		// Node's Core takes peer messages from its queue (the Inbox)
+		// while it writes.
+		m.w.pipe.steps++
+		m.inStep = true
+		err := m.core.StepWhileWriting(m.writing, msg)
+		m.inStep = false
+		if err != nil {
+			m.coreFailed(err)
+		}
+		return
+	}
 	_ = m.core.Step(msg) // errors are stale or foreign messages, as on a real network
 	m.process()
 }
 
-// process handles the Core's Readys (persist, send, apply: the real
-// consensus code), runs the snapshot jobs it decides inline, then serves
-// the reads that became ready.
+// whenIdle runs fn now, or once the running write ended (Node's loop runs
+// queued work between Readys).
+func (m *member) whenIdle(fn func()) {
+	if m.writing != nil || m.hold {
+		m.w.pipe.queuedDuring++
+		m.idle = append(m.idle, fn)
+		return
+	}
+	fn()
+}
+
+// writeLatency is how long the simulated disk takes for one write: mostly
+// an fsync's few milliseconds, sometimes a slow one.
+func (m *member) writeLatency() time.Duration {
+	if m.w.chance(0.05) {
+		return m.w.between(5*time.Millisecond, 40*time.Millisecond)
+	}
+	return m.w.between(100*time.Microsecond, 4*time.Millisecond)
+}
+
+// process handles the Core's Readys with the real consensus code, as
+// Node's loop: BeginReady, then ApplyDurable and the write; a write that
+// overlaps (ReadyWrite.Overlaps) takes simulated time on the disk, during
+// which peer messages are stepped (step) and everything else waits
+// (whenIdle); finishWrite continues. Then it runs the snapshot jobs the
+// Core decided inline, and serves the reads that became ready.
 func (m *member) process() {
 	m.w.current = m
+	if m.writing != nil || m.hold {
+		return // finishWrite, or the idle work's end, processes
+	}
 	for m.up && m.core != nil && m.core.HasReady() {
 		inc := m.incarnation
-		if err := m.core.HandleReady(); err != nil {
+		rw, err := m.core.BeginReady()
+		if err != nil {
+			m.coreFailed(err)
+			return
+		}
+		if rw.Overlaps() {
+			m.writing = rw
+			if err := m.core.ApplyDurable(rw); err != nil {
+				m.coreFailed(err)
+				return
+			}
+			if m.incarnation != inc || !m.up {
+				return
+			}
+			lat := m.writeLatency()
+			m.w.after(lat, func() {
+				if m.incarnation == inc {
+					m.deliver(func() { m.finishWrite(rw, inc) })
+				}
+			})
+			if m.crashMidWrite {
+				m.crashMidWrite = false
+				m.w.after(m.w.between(0, lat), func() {
+					if m.incarnation == inc && m.writing == rw {
+						m.crash()
+						m.w.after(m.w.between(300*time.Millisecond, 3*time.Second), m.restart)
+					}
+				})
+			}
+			return
+		}
+		if err = m.core.ApplyDurable(rw); err == nil {
+			err = m.core.FinishReady(rw, rw.Write())
+		}
+		if err != nil {
 			m.coreFailed(err)
 			return
 		}
@@ -356,6 +458,40 @@ func (m *member) process() {
 	m.runSnapshots()
 	m.serveReads()
 	m.maybeSnapshot()
+}
+
+// finishWrite completes the write of rw (the disk takes it now, and it
+// sends the acknowledgements), finishes the Ready, runs what waited for
+// it, and handles the next Readys.
+func (m *member) finishWrite(rw *consensus.ReadyWrite, inc int) {
+	if m.incarnation != inc || m.writing != rw {
+		return
+	}
+	m.w.current = m
+	werr := rw.Write()
+	m.writing = nil
+	if err := m.core.FinishReady(rw, werr); err != nil {
+		m.coreFailed(err)
+		return
+	}
+	if m.incarnation != inc || !m.up {
+		return
+	}
+	m.afterReady()
+	m.hold = true
+	if m.tickDue {
+		m.tickDue = false
+		m.core.Tick()
+	}
+	for len(m.idle) > 0 && m.up && m.incarnation == inc {
+		fn := m.idle[0]
+		m.idle = m.idle[1:]
+		fn()
+	}
+	m.hold = false
+	if m.up && m.incarnation == inc {
+		m.process()
+	}
 }
 
 // coreFailed handles an error from the Core: a crash the disk simulated
@@ -598,7 +734,28 @@ func (m *member) submit(p *server.Proposal) bool {
 	if !m.up || m.core == nil {
 		return false
 	}
-	return m.core.Propose(p.Encode()) == nil
+	data := p.Encode()
+	if m.queuedProps == 0 && m.core.Forward(data) {
+		m.w.pipe.forwards++
+		return true // a follower forwards it itself (Node.forward)
+	}
+	if m.writing == nil && !m.hold {
+		return m.core.Propose(data) == nil
+	}
+	// Node queues it for its loop, busy with a write.
+	m.w.pipe.queuedDuring++
+	m.queuedProps++
+	id := p.ReqID
+	m.idle = append(m.idle, func() {
+		m.queuedProps--
+		if m.core.Propose(data) != nil {
+			if fn, ok := m.pending[id]; ok {
+				delete(m.pending, id)
+				fn(server.Applied{}, false)
+			}
+		}
+	})
+	return true
 }
 
 // propose proposes p; done runs with the applied result, or with false if
@@ -904,7 +1061,9 @@ func (m *member) syncStep(conn *mconn, st server.Step) {
 		m.pump(conn)
 	}})
 	if m.up {
-		m.core.ReadIndex([]byte(rctx))
-		m.process()
+		m.whenIdle(func() {
+			m.core.ReadIndex([]byte(rctx))
+			m.process()
+		})
 	}
 }

@@ -60,8 +60,10 @@ func (n *network) sendRaft(from int, m *pb.Message) {
 		dst := n.w.members[to]
 		dst.step(m)
 		if isSnap && sender.up && sender.incarnation == inc && sender.core != nil {
-			sender.core.ReportSnapshot(m.GetTo(), false)
-			sender.process()
+			sender.whenIdle(func() {
+				sender.core.ReportSnapshot(m.GetTo(), false)
+				sender.process()
+			})
 		}
 	})
 	if !ok && isSnap {
@@ -69,8 +71,10 @@ func (n *network) sendRaft(from int, m *pb.Message) {
 		// waits for it forever.
 		n.w.after(n.maxDelay, func() {
 			if sender.up && sender.incarnation == inc && sender.core != nil {
-				sender.core.ReportSnapshot(m.GetTo(), true)
-				sender.process()
+				sender.whenIdle(func() {
+					sender.core.ReportSnapshot(m.GetTo(), true)
+					sender.process()
+				})
 			}
 		})
 	}
@@ -155,7 +159,11 @@ func (w *world) injectFault() {
 		w.reconfigure()
 	case 9: // crash during the next disk write (torn write)
 		if m.up && !m.paused {
-			m.disk.tear = true
+			if w.chance(0.5) {
+				m.disk.tear = true // at its end: after what overlapped it
+			} else {
+				m.crashMidWrite = true // at a random point while it runs
+			}
 		}
 	case 6: // a client's connection breaks: it reattaches to a member
 		c := w.clients[w.rng.IntN(len(w.clients))]
@@ -200,7 +208,7 @@ func (w *world) heal() {
 	w.healLinks()
 	w.net.dropP, w.net.dupP, w.net.maxDelay = 0, 0, 5*time.Millisecond
 	for _, m := range w.members {
-		m.disk.tear = false // an armed torn write does not fire after the faults
+		m.disk.tear, m.crashMidWrite = false, false // an armed torn write does not fire after the faults
 		if !m.up {
 			m.restart()
 		}

@@ -232,22 +232,31 @@ func (w *world) startChange(on *member, what string, r *jute.ReconfigRequest, ad
 	w.rc.running = sc
 	w.rc.changes++
 	w.tracef("reconfig on member %d: %s: voters %v -> %v", on.id, what, voters, sc.target)
-	w.current = on
-	inCall := true
-	sc.mc = on.core.ChangeMembers(server.ReconfigPeers(target), func(err error) {
-		sc.sync = inCall
-		w.changeDone(sc, err)
+	// Node.ChangeMembers queues the change to the loop: while the member
+	// writes a Ready it waits for the write to end.
+	on.whenIdle(func() {
+		w.current = on
+		inCall := true
+		sc.mc = on.core.ChangeMembers(server.ReconfigPeers(target), func(err error) {
+			sc.sync = inCall
+			w.changeDone(sc, err)
+		})
+		inCall = false
+		on.process()
 	})
-	inCall = false
-	on.process()
 	w.after(changeTimeout, func() {
 		if sc.over || w.rc.running != sc || !w.changeBusy() {
 			return
 		}
 		w.tracef("reconfig: giving up on %s", sc.what)
-		w.current = sc.m
-		sc.m.core.CancelMemberChange(sc.mc, errGaveUp)
-		sc.m.process()
+		sc.m.whenIdle(func() {
+			if sc.over || sc.mc == nil {
+				return
+			}
+			w.current = sc.m
+			sc.m.core.CancelMemberChange(sc.mc, errGaveUp)
+			sc.m.process()
+		})
 	})
 }
 

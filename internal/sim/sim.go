@@ -119,6 +119,17 @@ type world struct {
 	failed    []Failure
 	current   *member // the member whose code runs, for a panic's report
 	rc        reconfigState
+	pipe      pipeStats
+}
+
+// pipeStats counts what the members did while a write ran (test evidence
+// that the Core's pipelined paths run).
+type pipeStats struct {
+	steps        int // peer messages stepped while writing (StepWhileWriting)
+	stepApplies  int // entries applied from the mirror by such a step
+	forwards     int // proposals a follower forwarded itself (Core.Forward)
+	crashWrites  int // crashes during a write
+	queuedDuring int // work that waited for a write to end (whenIdle)
 }
 
 // clock is the simulated clock, as session.Clock.
@@ -200,6 +211,11 @@ func (r prngReader) Read(b []byte) (int, error) {
 // Run runs one simulation and returns the properties it found broken, in
 // the order found (at most one per checker).
 func Run(cfg Config) []Failure {
+	_, failed := run(cfg)
+	return failed
+}
+
+func run(cfg Config) (*world, []Failure) {
 	if cfg.Members < 1 {
 		cfg.Members = 3
 	}
@@ -235,11 +251,11 @@ func Run(cfg Config) []Failure {
 		w.tracef("run ends: clients stop, members drain")
 	})
 	if !w.loop() {
-		return w.failed
+		return w, w.failed
 	}
 	w.chk.final()
 	w.finalMembership()
 	w.tracef("%d register operations, %d lock holds, %d acknowledged writes, %d expiries",
 		len(w.chk.history), w.chk.increments, len(w.chk.ackedAt), len(w.chk.expiryDone))
-	return w.failed
+	return w, w.failed
 }
