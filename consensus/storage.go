@@ -39,7 +39,10 @@ import (
 //     entries above its index. Load returns WAL entries above the snapshot
 //     index only if the WAL agrees with the snapshot: it holds the entry
 //     at the snapshot's index with the snapshot's term, or it was reset to
-//     exactly that position. Otherwise (a leader's snapshot recorded in
+//     exactly that position. A log ending exactly at the snapshot's index
+//     with another term (or with a term not on disk) holds nothing above
+//     it but disagrees with it all the same: it is divergent too. Otherwise
+//     (a leader's snapshot recorded in
 //     step 1 by a Write that crashed before its reset reached the WAL: raft
 //     installs a leader's snapshot only when its log does not hold that
 //     entry) the entries above are a divergent suffix and are dropped, the
@@ -366,8 +369,19 @@ func entriesAfterSnapshot(r *walReplay, snap *pb.SnapshotMetadata, hs *pb.HardSt
 	si, st := snap.GetIndex(), snap.GetTerm()
 	last := r.last()
 	switch {
-	case last.index <= si:
-		// Nothing above the snapshot.
+	case last.index < si || (last.index == si && last.term == st && (r.baseKnown || len(r.entries) > 0)):
+		// Nothing above the snapshot, and the log does not contradict it.
+	case last.index == si:
+		// The log ends at the snapshot's index with another term (or one
+		// not on disk): a leader's snapshot whose reset did not reach the
+		// WAL (a crash after step 1, or a torn reset record). It holds
+		// nothing above the snapshot, but it is divergent all the same:
+		// reconcile must write the reset, or later entries would follow
+		// the stale entry and be dropped as divergent by the next Load.
+		if hs != nil && hs.GetCommit() > si {
+			hs.Commit = new(si)
+		}
+		return nil, true, nil
 	case si < r.base.index:
 		return nil, false, fmt.Errorf("%w: the log starts after entry %d, the snapshot is at %d: entries in between are missing",
 			ErrCorruptLog, r.base.index, si)

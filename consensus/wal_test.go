@@ -487,6 +487,19 @@ func TestDiskStoreCrashBetweenSteps(t *testing.T) {
 			snap:  40, entries: [][2]uint64{}, commit: 5, term: 1,
 		},
 		{
+			// The snapshot is at the log's last index with another term:
+			// the log holds nothing above it but still disagrees with it,
+			// so the restart must write the reset the crash lost.
+			name: "leader snapshot at the log end, crash after bbolt", at: "after-bbolt",
+			write: &WriteBatch{Snapshot: snapMeta(30, 3), DropAllEntries: true, HardState: hardState(3, 30), Entries: ents(31, 32, 3)},
+			snap:  30, entries: [][2]uint64{}, commit: 5, term: 1,
+		},
+		{
+			name: "leader snapshot at the log end, crash after wal", at: "after-wal",
+			write: &WriteBatch{Snapshot: snapMeta(30, 3), DropAllEntries: true, HardState: hardState(3, 30)},
+			snap:  30, entries: [][2]uint64{}, commit: 30, term: 3,
+		},
+		{
 			name: "local snapshot, crash after bbolt", at: "after-bbolt",
 			write: &WriteBatch{Snapshot: snapMeta(15, 1), CompactBelow: 12},
 			snap:  15, entries: span(16, 30, 1), commit: 5, term: 1,
@@ -793,33 +806,38 @@ func TestNodeRestartsOnLegacyDataDir(t *testing.T) {
 // A leader's snapshot whose WAL record is torn (the crash came after the
 // new segment was created, during the record's write): the restart loads
 // the snapshot with an empty log, as for a crash before the WAL step, and
-// entries written after it follow the snapshot.
+// entries written after it follow the snapshot. The snapshot is behind the
+// log's end, or at it with another term.
 func TestDiskStoreTornResetRecord(t *testing.T) {
-	setWALSegmentSize(t, 256)
-	dir := t.TempDir()
-	s := openStore(t, dir)
-	for i := uint64(1); i <= 30; i += 3 {
-		mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
-	}
-	segsBefore := walFiles(t, dir)
-	s.crash = func(p string) error {
-		if p == "after-wal" {
-			return errors.New("crash") // before the old segments are deleted
-		}
-		return nil
-	}
-	require.Error(t, s.Write(&WriteBatch{Snapshot: snapMeta(20, 3), DropAllEntries: true, HardState: hardState(3, 20), Entries: ents(21, 22, 3)}))
-	require.NoError(t, s.Close())
-	segs := walFiles(t, dir)
-	require.Len(t, segs, len(segsBefore)+1, "the reset starts a segment")
-	require.NoError(t, os.Truncate(segs[len(segs)-1], walHeaderSize+5))
+	for _, at := range []uint64{20, 30} {
+		t.Run(fmt.Sprintf("snapshot at %d of 30", at), func(t *testing.T) {
+			setWALSegmentSize(t, 256)
+			dir := t.TempDir()
+			s := openStore(t, dir)
+			for i := uint64(1); i <= 30; i += 3 {
+				mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
+			}
+			segsBefore := walFiles(t, dir)
+			s.crash = func(p string) error {
+				if p == "after-wal" {
+					return errors.New("crash") // before the old segments are deleted
+				}
+				return nil
+			}
+			require.Error(t, s.Write(&WriteBatch{Snapshot: snapMeta(at, 3), DropAllEntries: true, HardState: hardState(3, at), Entries: ents(at+1, at+2, 3)}))
+			require.NoError(t, s.Close())
+			segs := walFiles(t, dir)
+			require.Len(t, segs, len(segsBefore)+1, "the reset starts a segment")
+			require.NoError(t, os.Truncate(segs[len(segs)-1], walHeaderSize+5))
 
-	s, st := reload(t, nil, dir)
-	require.Equal(t, uint64(20), st.Snapshot.GetIndex())
-	require.Empty(t, st.Entries)
-	require.Equal(t, uint64(1), st.HardState.GetTerm())
-	mustWrite(t, s, &WriteBatch{HardState: hardState(3, 20), Entries: ents(21, 21, 3)})
-	s, st = reload(t, s, dir)
-	require.Equal(t, span(21, 21, 3), positions(st.Entries))
-	require.NoError(t, s.Close())
+			s, st := reload(t, nil, dir)
+			require.Equal(t, at, st.Snapshot.GetIndex())
+			require.Empty(t, st.Entries)
+			require.Equal(t, uint64(1), st.HardState.GetTerm())
+			mustWrite(t, s, &WriteBatch{HardState: hardState(3, at), Entries: ents(at+1, at+1, 3)})
+			s, st = reload(t, s, dir)
+			require.Equal(t, span(at+1, at+1, 3), positions(st.Entries))
+			require.NoError(t, s.Close())
+		})
+	}
 }
