@@ -198,10 +198,16 @@ func openDiskStoreHook(dataDir string, crash func(string) error) (*diskStore, er
 // upgrade brings raft.db to schemaVersion. A new file and a version-1 file
 // (log entries and hard state in bbolt) get a WAL holding the hard state
 // and the entries above the snapshot, created complete (initWALDir) before
-// bbolt deletes them and records version 2, each step durable. A crash
-// after the WAL exists but before bbolt changed leaves a version-1 file
-// beside a complete WAL: the next open keeps that WAL (the bbolt log has
-// not changed since, no member ran on it) and finishes the bbolt step.
+// bbolt deletes them and records version 2, each step durable.
+//
+// Below version 2, raft.db is authoritative and any wal/ beside it is
+// stale: a crash after the WAL was built but before bbolt changed leaves a
+// version-1 file beside a complete WAL, and an older binary may have run on
+// that file since (a rollback), acknowledging entries and votes the WAL does
+// not hold. The WAL is therefore always removed and rebuilt from raft.db.
+// A new file (version 0) beside a wal/ is accepted only if that WAL holds
+// nothing (what an interrupted first open leaves); a WAL holding a log
+// beside a new raft.db (raft.db lost or replaced) is an error, never wiped.
 func (s *diskStore) upgrade() error {
 	var version uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -222,20 +228,23 @@ func (s *diskStore) upgrade() error {
 	switch version {
 	case schemaVersion:
 		return nil
-	case 0, 1:
+	case 0:
+		if err := requireEmptyWAL(s.walDir); err != nil {
+			return err
+		}
+	case 1:
 	default:
 		return fmt.Errorf("unsupported schema version %d (want %d)", version, schemaVersion)
 	}
-	if _, err := os.Stat(s.walDir); errors.Is(err, fs.ErrNotExist) {
-		base, first, err := s.legacyLog()
-		if err != nil {
-			return err
-		}
-		if err := initWALDir(s.walDir, base, first); err != nil {
-			return fmt.Errorf("move raft log into %s: %w", s.walDir, err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("stat wal dir: %w", err)
+	if err := os.RemoveAll(s.walDir); err != nil {
+		return fmt.Errorf("remove stale wal dir: %w", err)
+	}
+	base, first, err := s.legacyLog()
+	if err != nil {
+		return err
+	}
+	if err := initWALDir(s.walDir, base, first); err != nil {
+		return fmt.Errorf("move raft log into %s: %w", s.walDir, err)
 	}
 	if s.crash != nil {
 		if err := s.crash("upgrade-wal-written"); err != nil {
@@ -254,6 +263,28 @@ func (s *diskStore) upgrade() error {
 		}
 		return meta.Put(keySchemaVersion, u64Bytes(schemaVersion))
 	})
+}
+
+// requireEmptyWAL returns nil if dir does not exist or holds no log (no
+// file, or segments holding no entry and no hard state after index 0),
+// and an error otherwise.
+func requireEmptyWAL(dir string) error {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(des) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read wal dir: %w", err)
+	}
+	r, err := replayWAL(dir, false)
+	if err != nil {
+		return fmt.Errorf("%s exists beside a new %s and cannot be read: %w", dir, dbFileName, err)
+	}
+	if len(r.entries) > 0 || r.hardState != nil || r.base != (walPos{}) {
+		return fmt.Errorf("%w: %s holds a raft log (last entry %d) but %s is new: refusing to discard it",
+			ErrCorruptLog, dir, r.last().index, dbFileName)
+	}
+	return nil
 }
 
 // legacyLog reads a version-1 raft.db's log: the snapshot position the log

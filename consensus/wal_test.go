@@ -590,33 +590,53 @@ func requireUpgraded(t *testing.T, db *bolt.DB) {
 
 func TestDiskStoreUpgrade(t *testing.T) {
 	errCrash := errors.New("crash")
+	crashAfterWAL := func(t *testing.T, dir string) {
+		_, err := openDiskStoreHook(dir, func(p string) error {
+			if p == "upgrade-wal-written" {
+				return errCrash
+			}
+			return nil
+		})
+		require.ErrorIs(t, err, errCrash)
+		require.DirExists(t, filepath.Join(dir, walDirName))
+	}
 	for _, tc := range []struct {
-		name  string
-		crash func(t *testing.T, dir string) // interrupts the first open
+		name string
+		// crash interrupts the first open; it returns the state the
+		// upgraded store must load.
+		crash func(t *testing.T, dir string, want LoadedState) LoadedState
 	}{
 		{"clean", nil},
-		{"crash after the wal is written", func(t *testing.T, dir string) {
-			_, err := openDiskStoreHook(dir, func(p string) error {
-				if p == "upgrade-wal-written" {
-					return errCrash
-				}
-				return nil
-			})
-			require.ErrorIs(t, err, errCrash)
-			require.DirExists(t, filepath.Join(dir, walDirName))
+		{"crash after the wal is written", func(t *testing.T, dir string, want LoadedState) LoadedState {
+			crashAfterWAL(t, dir)
+			return want
 		}},
-		{"crash before the wal dir is renamed", func(t *testing.T, dir string) {
+		{"crash before the wal dir is renamed", func(t *testing.T, dir string, want LoadedState) LoadedState {
 			// What initWALDir leaves when it is interrupted.
 			tmp := filepath.Join(dir, walDirName+tmpSuffix)
 			require.NoError(t, os.MkdirAll(tmp, 0o700))
 			require.NoError(t, os.WriteFile(filepath.Join(tmp, walSegName(0)), []byte("ZKRWAL01 partial"), 0o600))
+			return want
+		}},
+		{"crash after the wal is written, then the old binary runs on", func(t *testing.T, dir string, _ LoadedState) LoadedState {
+			// A rollback: the old binary ignores wal/ and acknowledges
+			// more entries and a new vote in raft.db; the stale WAL must
+			// not be adopted by the next upgrade.
+			crashAfterWAL(t, dir)
+			old, err := openLegacyStore(dir)
+			require.NoError(t, err)
+			require.NoError(t, old.Write(&WriteBatch{HardState: hardState(3, 45), Entries: ents(41, 50, 3)}))
+			want, err := old.Load()
+			require.NoError(t, err)
+			require.NoError(t, old.Close())
+			return want
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			want := writeLegacyDir(t, dir)
 			if tc.crash != nil {
-				tc.crash(t, dir)
+				want = tc.crash(t, dir, want)
 			}
 			s, got := reload(t, nil, dir)
 			requireSameState(t, want, got)
@@ -626,9 +646,11 @@ func TestDiskStoreUpgrade(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "snap", string(data))
 			// It goes on, and reopens the same.
-			mustWrite(t, s, &WriteBatch{HardState: hardState(2, 40), Entries: ents(41, 41, 2)})
+			last := want.Entries[len(want.Entries)-1]
+			next := ents(last.GetIndex()+1, last.GetIndex()+1, want.HardState.GetTerm())
+			mustWrite(t, s, &WriteBatch{HardState: hardState(want.HardState.GetTerm(), last.GetIndex()), Entries: next})
 			s, got = reload(t, s, dir)
-			require.Equal(t, cat(span(11, 27, 1), span(28, 41, 2)), positions(got.Entries))
+			require.Equal(t, positions(append(slices.Clone(want.Entries), next...)), positions(got.Entries))
 			require.NoError(t, s.Close())
 		})
 	}
@@ -649,6 +671,67 @@ func TestDiskStoreUpgrade(t *testing.T) {
 		_, err := openDiskStore(dir)
 		require.Error(t, err)
 	})
+}
+
+// TestDiskStoreNewDBBesideWAL opens a data dir whose raft.db is new (no
+// schema version) beside an existing wal/: a WAL holding nothing (an
+// interrupted first open) is rebuilt, one holding a log is refused and
+// left as it is.
+func TestDiskStoreNewDBBesideWAL(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fill    func(t *testing.T, walDir string)
+		wantErr bool
+	}{
+		{"empty wal dir", func(t *testing.T, walDir string) {
+			require.NoError(t, os.Mkdir(walDir, 0o700))
+		}, false},
+		{"wal with one empty segment", func(t *testing.T, walDir string) {
+			require.NoError(t, initWALDir(walDir, walPos{}, nil))
+		}, false},
+		{"wal holding a log", func(t *testing.T, walDir string) {
+			require.NoError(t, initWALDir(walDir, walPos{}, &walBatch{hardState: hardState(2, 3), entries: ents(1, 5, 2)}))
+		}, true},
+		{"wal holding only a hard state", func(t *testing.T, walDir string) {
+			require.NoError(t, initWALDir(walDir, walPos{}, &walBatch{hardState: hardState(2, 0)}))
+		}, true},
+		{"unreadable wal", func(t *testing.T, walDir string) {
+			require.NoError(t, os.Mkdir(walDir, 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(walDir, walSegName(0)), []byte("garbage"), 0o600))
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			walDir := filepath.Join(dir, walDirName)
+			tc.fill(t, walDir)
+			before := dirContents(t, walDir)
+			s, err := openDiskStore(dir)
+			if tc.wantErr {
+				require.Error(t, err)
+				require.Equal(t, before, dirContents(t, walDir), "the wal was changed")
+				return
+			}
+			require.NoError(t, err)
+			st, err := s.Load()
+			require.NoError(t, err)
+			require.True(t, st.empty())
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+// dirContents maps each file name in dir to its contents.
+func dirContents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	m := map[string]string{}
+	for _, de := range des {
+		b, err := os.ReadFile(filepath.Join(dir, de.Name()))
+		require.NoError(t, err)
+		m[de.Name()] = string(b)
+	}
+	return m
 }
 
 // TestDiskStoreMatchesLegacy writes the same random raft-like batches
