@@ -63,6 +63,9 @@ import (
 //   - A hard state is only in the WAL, in the same record as the entries
 //     it was written with, so its commit index never exceeds the durable
 //     log except in the case above, where Load lowers it.
+//   - Open syncs bbolt before reading it, and the WAL's last segment and
+//     directory after replaying them: what a crashed process left only in
+//     the page cache is durable before raft or reconcile relies on it.
 //   - Load returns an error (ErrCorruptLog) for a WAL that cannot be read
 //     completely, except a torn tail of the last segment, cut on open.
 type diskStore struct {
@@ -176,6 +179,15 @@ func openDiskStoreHook(dataDir string, crash func(string) error) (*diskStore, er
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	// A commit a crashed process left only in the page cache (written,
+	// not yet fdatasync'd) reads like a durable one: make it durable
+	// before upgrade and reconcile act on it (reconcile would otherwise
+	// make a WAL reset durable that follows a snapshot an OS crash could
+	// still take away).
+	if err := openSync.db(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sync %s: %w", path, err)
 	}
 	s := &diskStore{db: db, walDir: filepath.Join(dataDir, walDirName), snapDir: snapDir, crash: crash}
 	if err := s.upgrade(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	bolt "go.etcd.io/bbolt"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
@@ -40,6 +41,9 @@ import (
 //     run of entries after a base position, and the last hard state.
 //     Segment i+1's base equals the logical log's last position after
 //     segment i, which replay checks.
+//   - On open, before the log is used, the last segment is fdatasync'd and
+//     the directory fsync'd: a record or a removal a crashed process left
+//     only in the page cache is durable before raft relies on it.
 //   - On open, the first undecodable record of the last segment ends the
 //     log if no valid record follows it (a write torn by a crash, never
 //     acknowledged): the file is truncated there and fdatasync'd. (Damage
@@ -334,8 +338,17 @@ func nextValidRecord(data []byte, off int, salt uint32) int {
 	return -1
 }
 
-// openWAL replays dir, cuts a torn tail off the last segment and opens it
-// for appending.
+// openSync holds the syncs open makes so that what it replayed is durable
+// (openWAL: the last segment and the directory; openDiskStore: bbolt);
+// tests replace them to count the calls.
+var openSync = struct {
+	file func(*os.File) error
+	dir  func(string) error
+	db   func(*bolt.DB) error
+}{fdatasync, syncDir, (*bolt.DB).Sync}
+
+// openWAL replays dir, cuts a torn tail off the last segment, makes the
+// last segment and dir durable and opens the last segment for appending.
 func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 	r, err := replayWAL(dir, true)
 	if err != nil {
@@ -359,6 +372,19 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 			_ = f.Close()
 			return nil, nil, fmt.Errorf("cut torn tail of %s at %d: %w", lastSeg.path, r.end, err)
 		}
+	}
+	// What replay read may be only in the page cache (a process crash
+	// after a record's write, before its fdatasync; or after a segment's
+	// removal, before the directory's fsync): make it durable before
+	// anything relies on it (raft acknowledges and votes with what Load
+	// returns). Only the last segment can hold unsynced records.
+	if err := openSync.file(f); err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("sync wal segment %s: %w", lastSeg.path, err)
+	}
+	if err := openSync.dir(dir); err != nil {
+		_ = f.Close()
+		return nil, nil, err
 	}
 	if _, err := f.Seek(r.end, 0); err != nil {
 		_ = f.Close()
