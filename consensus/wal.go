@@ -46,7 +46,11 @@ import (
 //     only in the page cache is durable before raft relies on it.
 //   - On open, the first undecodable record of the last segment ends the
 //     log if no valid record follows it (a write torn by a crash, never
-//     acknowledged): the file is truncated there and fdatasync'd. (Damage
+//     acknowledged): the file is truncated there and fdatasync'd. The
+//     search for a valid record after it is bounded (checkTornTail): it
+//     skips the bad record's own payload when its header is plausible, and
+//     gives up after a budget of checksum work, deciding for a torn write
+//     only when the bad header claims more bytes than the file has. (Damage
 //     to the last record after it was acknowledged looks the same and is
 //     cut the same way; a member of a group gets it again from the
 //     leader.) Any other
@@ -179,6 +183,8 @@ type walReplay struct {
 	// end is the offset in the last segment where the valid records end;
 	// fileSize its size (end < fileSize: a torn tail).
 	end, fileSize int64
+	// scanned is the number of bytes checkTornTail checksummed.
+	scanned int64
 }
 
 func (r *walReplay) last() walPos {
@@ -301,9 +307,10 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 					}
 					return nil, fmt.Errorf("%w: %s offset %d (not the last segment): %w", ErrCorruptLog, s.path, off, derr)
 				}
-				if next := nextValidRecord(data, off, salt); next >= 0 {
-					return nil, fmt.Errorf("%w: %s: bad record at offset %d followed by a valid record at offset %d: %w",
-						ErrCorruptLog, s.path, off, next, derr)
+				work, err := checkTornTail(data, off, salt, derr)
+				r.scanned += work
+				if err != nil {
+					return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, s.path, err)
 				}
 				break
 			}
@@ -324,18 +331,75 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 	return r, nil
 }
 
-// nextValidRecord returns the offset of the first record after off (at
-// an aligned offset) that decodes with salt, or -1.
-func nextValidRecord(data []byte, off int, salt uint32) int {
-	for o := off + recAlign; o+recHeaderSize <= len(data); o += recAlign {
-		if data[o+8] != recBatch {
-			continue // cheap reject before the crc
-		}
-		if _, _, _, err := decodeRecord(data[o:], salt); err == nil {
-			return o
+// walScanBudget is the least checksum work (bytes) checkTornTail may do
+// looking for a valid record after a bad one; the budget is the larger of
+// it and 4 times the bytes after the bad record. Bytes inside an entry
+// (client data) can look like record headers at every aligned offset, each
+// claiming up to all the bytes after it: checking every one would be
+// quadratic in the tail's size.
+var walScanBudget int64 = 64 << 20
+
+// checkTornTail decides whether the record at off of the last segment,
+// which decodeRecord rejected with derr, starts a torn tail (nil) or is
+// damage followed by a valid record (an error). work is the number of
+// bytes it checksummed.
+//
+//   - Zeros to the end: a torn tail, nothing to scan.
+//   - A plausible header whose record extends past the end (derr is
+//     errRecordShort): a torn write. Valid records after it exist only if
+//     its length was damaged: they are searched for from the next aligned
+//     offset, within the budget; a search that runs out of budget ends in
+//     favour of the torn write.
+//   - A plausible header whose record fits but does not verify: records of
+//     later writes can only start after its claimed end, so the search
+//     starts there (not among the bytes of its own payload).
+//   - Any other header (garbage, or zeros followed by data): the search
+//     starts at the next aligned offset.
+//
+// In the last two cases, a search that runs out of budget is an error: the
+// member stops rather than guess that nothing acknowledged follows.
+func checkTornTail(data []byte, off int, salt uint32, derr error) (work int64, err error) {
+	if allZero(data[off:]) {
+		return 0, nil
+	}
+	budget := max(walScanBudget, 4*int64(len(data)-off))
+	from, favourTorn := off+recAlign, errors.Is(derr, errRecordShort)
+	if !favourTorn && len(data)-off >= recHeaderSize {
+		if length, ok := plausibleHeader(data[off:]); ok {
+			from = off + recPadded(recHeaderSize+length)
 		}
 	}
-	return -1
+	next, work, exhausted := nextValidRecord(data, from, salt, budget)
+	switch {
+	case next >= 0:
+		return work, fmt.Errorf("bad record at offset %d followed by a valid record at offset %d: %w", off, next, derr)
+	case exhausted && !favourTorn:
+		return work, fmt.Errorf("bad record at offset %d (%w): gave up after checksumming %d bytes looking for a valid record after it",
+			off, derr, work)
+	}
+	return work, nil
+}
+
+// nextValidRecord returns the offset of the first record at or after from
+// (at an aligned offset) that decodes with salt, or -1. It checksums at
+// most budget bytes (work) and reports whether it stopped for that.
+func nextValidRecord(data []byte, from int, salt uint32, budget int64) (next int, work int64, exhausted bool) {
+	for o := from; o+recHeaderSize <= len(data); o += recAlign {
+		// Cheap rejects before the checksum.
+		length, ok := plausibleHeader(data[o:])
+		if !ok || o+recPadded(recHeaderSize+length) > len(data) {
+			continue
+		}
+		cost := int64(length) + 8 // the checksum covers 8 header bytes and the payload
+		if work+cost > budget {
+			return -1, work, true
+		}
+		work += cost
+		if _, _, _, err := decodeRecord(data[o:], salt); err == nil {
+			return o, work, false
+		}
+	}
+	return -1, work, false
 }
 
 // openSync holds the syncs open makes so that what it replayed is durable
