@@ -61,8 +61,10 @@ import (
 //     from the snapshot and replays conf changes from the log); writing it
 //     before the hard state of the same batch is therefore harmless.
 //   - A hard state is only in the WAL, in the same record as the entries
-//     it was written with, so its commit index never exceeds the durable
-//     log except in the case above, where Load lowers it.
+//     it was written with (or copied unchanged into a later record before
+//     the segment holding it is deleted), so its commit index never
+//     exceeds the durable log except in the case above, where Load lowers
+//     it, and a vote is never lost to compaction.
 //   - Open syncs bbolt before reading it, and the WAL's last segment and
 //     directory after replaying them: what a crashed process left only in
 //     the page cache is durable before raft or reconcile relies on it.

@@ -59,7 +59,9 @@ import (
 //     record that does not fit the logical log) is ErrCorruptLog: the
 //     member stops rather than skip or guess.
 //   - Segments are deleted only from the front, oldest first, each removal
-//     fsync'd, so the files left always form a consecutive run.
+//     fsync'd, so the files left always form a consecutive run. A segment
+//     holding the last hard state record is deleted only after that hard
+//     state was written again (durably) to the last segment.
 const (
 	walMagic        = "ZKRWAL01"
 	walHeaderSize   = 40
@@ -79,8 +81,12 @@ type wal struct {
 	buf      []byte   // reused encoding buffer
 	broken   error    // a failed write: every later write fails with it
 	resetSeq uint64   // the segment holding the last reset record
-	torn     tornTail // what open cut off the last segment, for the log
-	syncFile func(*os.File) error
+	// hardState is the last hard state written or replayed, hardStateSeq
+	// the segment holding it (deleteBefore keeps it in a kept segment).
+	hardState    *pb.HardState
+	hardStateSeq uint64
+	torn         tornTail // what open cut off the last segment, for the log
+	syncFile     func(*os.File) error
 }
 
 // walSeg is one segment file.
@@ -180,6 +186,9 @@ type walReplay struct {
 	baseKnown bool   // base.term is known (a truncation below the oldest kept segment forgets it)
 	entries   []*pb.Entry
 	hardState *pb.HardState
+	// hardStateSeq is the segment holding hardState's record, resetSeq
+	// the one holding the last reset record.
+	hardStateSeq, resetSeq uint64
 	// end is the offset in the last segment where the valid records end;
 	// fileSize its size (end < fileSize: a torn tail).
 	end, fileSize int64
@@ -321,6 +330,12 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptLog, s.path, off, err)
 			}
+			if b.hardState != nil {
+				r.hardStateSeq = s.seq
+			}
+			if b.reset != nil {
+				r.resetSeq = s.seq
+			}
 			off += n
 		}
 		if lastSeg {
@@ -418,7 +433,8 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &wal{dir: dir, segBytes: segBytes, segs: r.segs, last: r.last(), syncFile: fdatasync}
+	w := &wal{dir: dir, segBytes: segBytes, segs: r.segs, last: r.last(), syncFile: fdatasync,
+		hardState: r.hardState, hardStateSeq: r.hardStateSeq, resetSeq: r.resetSeq}
 	lastSeg := r.segs[len(r.segs)-1]
 	f, err := os.OpenFile(lastSeg.path, os.O_WRONLY, 0)
 	if err != nil {
@@ -539,6 +555,9 @@ func (w *wal) append(b *walBatch) error {
 		w.last = *b.reset
 		w.resetSeq = seg.seq
 	}
+	if b.hardState != nil {
+		w.hardState, w.hardStateSeq = b.hardState, seg.seq
+	}
 	if n := len(b.entries); n > 0 {
 		w.last = walPos{b.entries[n-1].GetIndex(), b.entries[n-1].GetTerm()}
 	}
@@ -574,9 +593,23 @@ func (w *wal) rotate() error {
 // below index (segment i holds no entry above segment i+1's base) and,
 // with afterReset set, every segment before the one holding the last reset
 // record (nothing before a reset is part of the log). The last segment is
-// never removed.
+// never removed. If the last hard state is in a segment to be removed, it
+// is first written again to the last segment: a hard state is kept until a
+// newer one replaces it, whatever the entries around it.
 func (w *wal) deleteBefore(index uint64, afterReset bool) error {
-	for len(w.segs) > 1 && ((afterReset && w.segs[0].seq < w.resetSeq) || w.segs[1].base.index < index) {
+	n := 0
+	for n < len(w.segs)-1 && ((afterReset && w.segs[n].seq < w.resetSeq) || w.segs[n+1].base.index < index) {
+		n++
+	}
+	if n == 0 {
+		return nil
+	}
+	if w.hardState != nil && w.hardStateSeq < w.segs[n].seq {
+		if err := w.append(&walBatch{hardState: w.hardState}); err != nil {
+			return fmt.Errorf("keep the hard state: %w", err)
+		}
+	}
+	for ; n > 0; n-- {
 		if err := os.Remove(w.segs[0].path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove wal segment: %w", err)
 		}

@@ -924,3 +924,34 @@ func TestDiskStoreTornResetRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestDiskStoreKeepsHardState writes a hard state (a vote) and then only
+// entries, enough to fill several segments, and deletes the segment the
+// hard state is in: the vote must survive the restart.
+func TestDiskStoreKeepsHardState(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write *WriteBatch // deletes the segment holding the hard state
+	}{
+		{"local snapshot with compaction", &WriteBatch{Snapshot: snapMeta(20, 5), CompactBelow: 18}},
+		{"leader snapshot without a hard state", &WriteBatch{Snapshot: snapMeta(40, 6), DropAllEntries: true}},
+		{"snapshot beyond the log's end", &WriteBatch{Snapshot: snapMeta(40, 5)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setWALSegmentSize(t, 256)
+			dir := t.TempDir()
+			s := openStore(t, dir)
+			vote := &pb.HardState{Term: new(uint64(5)), Vote: new(uint64(2))}
+			mustWrite(t, s, &WriteBatch{HardState: vote})
+			for i := uint64(1); i <= 30; i += 3 {
+				mustWrite(t, s, &WriteBatch{Entries: ents(i, i+2, 5)})
+			}
+			first := walFiles(t, dir)[0]
+			mustWrite(t, s, tc.write)
+			require.NoFileExists(t, first, "the segment holding the hard state is deleted")
+			s, st := reload(t, s, dir)
+			require.True(t, proto.Equal(vote, st.HardState), "hard state %v, want %v", st.HardState, vote)
+			require.NoError(t, s.Close())
+		})
+	}
+}
