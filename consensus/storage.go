@@ -454,7 +454,9 @@ func entriesAfterSnapshot(r *walReplay, snap *pb.SnapshotMetadata, hs *pb.HardSt
 	return kept, false, nil
 }
 
-// reconcile runs on open: if the WAL's log ends below the recorded
+// reconcile runs on open: it deletes the segments before the WAL's last
+// reset that a crash left (see Write's step 3), and if the WAL's log ends
+// below the recorded
 // snapshot or disagrees with it (a crash between the two steps of a Write
 // recording a leader's snapshot), it appends the reset that Write did not
 // write, with the hard state lowered as Load lowers it, and deletes the
@@ -482,7 +484,11 @@ func (s *diskStore) reconcile(r *walReplay) error {
 	}
 	if !divergent && r.last().index >= snap.GetIndex() {
 		s.opened = r
-		return nil
+		// A crash between a Write's reset (step 2) and its segment
+		// deletion (step 3) leaves the segments before the reset, dead
+		// but replayed on every open and kept by compaction until the
+		// log passes their old end: finish the deletion.
+		return s.wal.deleteBefore(0, true)
 	}
 	if err := s.wal.append(&walBatch{reset: &walPos{snap.GetIndex(), snap.GetTerm()}, hardState: hs}); err != nil {
 		return err

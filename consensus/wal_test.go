@@ -955,3 +955,41 @@ func TestDiskStoreKeepsHardState(t *testing.T) {
 		})
 	}
 }
+
+// TestDiskStoreFinishesResetDeletion crashes a Write recording a leader's
+// snapshot after its reset reached the WAL, before the segments before it
+// were deleted: the restart deletes them.
+func TestDiskStoreFinishesResetDeletion(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write *WriteBatch
+	}{
+		{"snapshot behind the log's end", &WriteBatch{Snapshot: snapMeta(20, 3), DropAllEntries: true, HardState: hardState(3, 20)}},
+		{"snapshot at the log's end", &WriteBatch{Snapshot: snapMeta(60, 3), DropAllEntries: true, HardState: hardState(3, 60)}},
+		{"snapshot beyond the log's end", &WriteBatch{Snapshot: snapMeta(80, 3), DropAllEntries: true, HardState: hardState(3, 80)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setWALSegmentSize(t, 256)
+			dir := t.TempDir()
+			s := openStore(t, dir)
+			for i := uint64(1); i <= 60; i += 3 {
+				mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
+			}
+			s.crash = func(p string) error {
+				if p == "after-wal" {
+					return errors.New("crash")
+				}
+				return nil
+			}
+			require.Error(t, s.Write(tc.write))
+			segs := walFiles(t, dir)
+			require.Greater(t, len(segs), 1)
+			s, st := reload(t, s, dir)
+			require.Equal(t, segs[len(segs)-1:], walFiles(t, dir), "only the segment holding the reset is left")
+			require.Equal(t, tc.write.Snapshot.GetIndex(), st.Snapshot.GetIndex())
+			require.Empty(t, st.Entries)
+			require.True(t, proto.Equal(tc.write.HardState, st.HardState))
+			require.NoError(t, s.Close())
+		})
+	}
+}
