@@ -55,7 +55,7 @@ import (
 //     cut the same way; a member of a group gets it again from the
 //     leader.) Any other
 //     bad record (one followed by a valid record, a bad segment header, a
-//     bad record in a segment that is not the last, a gap in seqs, a
+//     bad record or zeros in a segment that is not the last, a gap in seqs, a
 //     record that does not fit the logical log) is ErrCorruptLog: the
 //     member stops rather than skip or guess.
 //   - Segments are deleted only from the front, oldest first, each removal
@@ -311,9 +311,9 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 			_, payload, n, derr := decodeRecord(data[off:], salt)
 			if derr != nil {
 				if !lastSeg {
-					if errors.Is(derr, errRecordEnd) && allZero(data[off:]) {
-						break // zeros after the last record of a closed segment
-					}
+					// A closed segment was fdatasync'd whole before the
+					// next was created and is never preallocated: even
+					// zeros after its last record are damage.
 					return nil, fmt.Errorf("%w: %s offset %d (not the last segment): %w", ErrCorruptLog, s.path, off, derr)
 				}
 				work, err := checkTornTail(data, off, salt, derr)
