@@ -194,6 +194,8 @@ type walReplay struct {
 	end, fileSize int64
 	// scanned is the number of bytes checkTornTail checksummed.
 	scanned int64
+	// records is the number of records replayed.
+	records int
 }
 
 func (r *walReplay) last() walPos {
@@ -330,6 +332,7 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptLog, s.path, off, err)
 			}
+			r.records++
 			if b.hardState != nil {
 				r.hardStateSeq = s.seq
 			}
@@ -474,9 +477,16 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 	return w, r, nil
 }
 
-// initWALDir durably creates dir holding one segment with base and, if
-// first is not empty, one record: dir is built as dir.tmp and renamed, so
-// it exists only complete.
+// walInitChunk bounds the entry bytes of one record initWALDir writes
+// (tests lower it).
+var walInitChunk = 16 << 20
+
+// initWALDir durably creates dir holding the log that continues after base
+// with first's entries and hard state (first may be nil): dir is built as
+// dir.tmp and renamed, so it exists only complete. The entries are written
+// in records of about walInitChunk bytes (a version-1 log can be far above
+// maxRecordSize), the hard state with the last one, in segments of
+// walSegmentSize.
 func initWALDir(dir string, base walPos, first *walBatch) error {
 	tmp := dir + tmpSuffix
 	if err := os.RemoveAll(tmp); err != nil {
@@ -490,12 +500,12 @@ func initWALDir(dir string, base walPos, first *walBatch) error {
 		return err
 	}
 	if first != nil {
-		w := &wal{dir: tmp, segBytes: walSegmentBytes, segs: []walSeg{seg}, last: base, syncFile: fdatasync}
+		w := &wal{dir: tmp, segBytes: walSegmentSize, segs: []walSeg{seg}, last: base, syncFile: fdatasync}
 		if w.f, err = os.OpenFile(seg.path, os.O_WRONLY|os.O_APPEND, 0); err != nil {
 			return fmt.Errorf("open wal segment: %w", err)
 		}
 		w.size = walHeaderSize
-		err = w.append(first)
+		err = appendChunked(w, first, walInitChunk)
 		if cerr := w.f.Close(); err == nil {
 			err = cerr
 		}
@@ -507,6 +517,30 @@ func initWALDir(dir string, base walPos, first *walBatch) error {
 		return fmt.Errorf("rename wal dir: %w", err)
 	}
 	return syncDir(filepath.Dir(dir))
+}
+
+// appendChunked appends b's entries in records of at most chunk entry
+// bytes (at least one entry each), b's hard state with the last record.
+func appendChunked(w *wal, b *walBatch, chunk int) error {
+	ents := b.entries
+	for {
+		n, size := 0, 0
+		for n < len(ents) && (n == 0 || size+marshalAppend.Size(ents[n]) <= chunk) {
+			size += marshalAppend.Size(ents[n])
+			n++
+		}
+		part := &walBatch{entries: ents[:n]}
+		ents = ents[n:]
+		if len(ents) == 0 {
+			part.hardState = b.hardState
+		}
+		if err := w.append(part); err != nil {
+			return err
+		}
+		if len(ents) == 0 {
+			return nil
+		}
+	}
 }
 
 // append writes b as one record with one write and one fdatasync. A reset

@@ -1001,3 +1001,33 @@ func TestDiskStoreFinishesResetDeletion(t *testing.T) {
 		})
 	}
 }
+
+// TestDiskStoreUpgradeChunks upgrades a version-1 log larger than one
+// record may hold (here: the chunk lowered to a few entries' bytes): the
+// WAL holds it in several records, and loads the same.
+func TestDiskStoreUpgradeChunks(t *testing.T) {
+	// writeLegacyDir leaves 30 entries above the snapshot, some 20 bytes each.
+	for _, tc := range []struct {
+		chunk            int
+		minRecs, maxRecs int
+	}{
+		{1, 30, 30},     // one entry per record
+		{100, 3, 10},    // a few entries per record
+		{1 << 20, 1, 1}, // all in one
+	} {
+		t.Run(fmt.Sprint(tc.chunk), func(t *testing.T) {
+			saved := walInitChunk
+			walInitChunk = tc.chunk
+			t.Cleanup(func() { walInitChunk = saved })
+			dir := t.TempDir()
+			want := writeLegacyDir(t, dir)
+			s, got := reload(t, nil, dir)
+			requireSameState(t, want, got)
+			require.NoError(t, s.Close())
+			r, err := replayWAL(filepath.Join(dir, walDirName), false)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, r.records, tc.minRecs)
+			require.LessOrEqual(t, r.records, tc.maxRecs)
+		})
+	}
+}
