@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -101,6 +102,25 @@ type walSeg struct {
 type tornTail struct {
 	path        string
 	offset, len int64
+	// cause is why the first record cut did not decode: errRecordBad
+	// (a complete record that does not verify, or a garbage header) is
+	// damage, possibly to an acknowledged record; the others are a write
+	// torn by a crash.
+	cause error
+}
+
+// log reports the cut: a torn write at warn level, a damaged record at
+// error level (it may have been acknowledged; this member lost it).
+func (t tornTail) log(lg zerolog.Logger) {
+	if t.len == 0 {
+		return
+	}
+	ev, msg := lg.Warn(), "cut a write torn by a crash off the raft log's tail"
+	if errors.Is(t.cause, errRecordBad) {
+		ev, msg = lg.Error(), "cut a damaged record off the raft log's tail: if it was acknowledged, this member lost it "+
+			"(a leader sends it again; check the disk)"
+	}
+	ev.Str("segment", t.path).Int64("offset", t.offset).Int64("bytes", t.len).AnErr("cause", t.cause).Msg(msg)
 }
 
 func walSegName(seq uint64) string { return fmt.Sprintf("%016x%s", seq, walSuffix) }
@@ -196,6 +216,8 @@ type walReplay struct {
 	scanned int64
 	// records is the number of records replayed.
 	records int
+	// tailErr is why the record at end did not decode (end < fileSize).
+	tailErr error
 }
 
 func (r *walReplay) last() walPos {
@@ -323,6 +345,7 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 				if err != nil {
 					return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, s.path, err)
 				}
+				r.tailErr = derr
 				break
 			}
 			b, err := decodeBatch(payload)
@@ -446,7 +469,7 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 	if r.end < r.fileSize {
 		// A write torn by a crash: it never returned, so nothing
 		// acknowledged is lost by cutting it.
-		w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.fileSize - r.end}
+		w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.fileSize - r.end, cause: r.tailErr}
 		err := f.Truncate(r.end)
 		if err == nil {
 			err = f.Sync()

@@ -3,10 +3,12 @@ package consensus
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -110,4 +112,57 @@ func flipByte(t *testing.T, path string, off int64) {
 	require.NoError(t, err)
 	b[off] ^= 0x01
 	require.NoError(t, os.WriteFile(path, b, 0o600))
+}
+
+// TestWALTornTailLog checks how open's cut of the last segment's tail is
+// logged: a write torn by a crash at warn level, a damaged record (it may
+// have been acknowledged) at error level.
+func TestWALTornTailLog(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		damage    func(t *testing.T, seg string, last int64)
+		wantLevel string // "" for no log
+		wantMsg   string
+	}{
+		{"intact", func(*testing.T, string, int64) {}, "", ""},
+		{"last record cut short", func(t *testing.T, seg string, _ int64) {
+			require.NoError(t, os.Truncate(seg, fileSize(t, seg)-3))
+		}, "warn", "torn by a crash"},
+		{"zeros after the last record", func(t *testing.T, seg string, _ int64) {
+			require.NoError(t, os.Truncate(seg, fileSize(t, seg)+64))
+		}, "warn", "torn by a crash"},
+		{"last record's payload damaged", func(t *testing.T, seg string, last int64) {
+			flipByte(t, seg, last+recHeaderSize+2)
+		}, "error", "damaged record"},
+		{"last record's header damaged", func(t *testing.T, seg string, last int64) {
+			flipByte(t, seg, last+9)
+		}, "error", "damaged record"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), walDirName)
+			require.NoError(t, initWALDir(dir, walPos{}, nil))
+			w, _, err := openWAL(dir, walSegmentBytes)
+			require.NoError(t, err)
+			require.NoError(t, w.append(&walBatch{entries: ents(1, 3, 1)}))
+			last := w.size
+			require.NoError(t, w.append(&walBatch{hardState: hardState(1, 3), entries: ents(4, 6, 1)}))
+			require.NoError(t, w.close())
+			tc.damage(t, w.segs[0].path, last)
+
+			w, _, err = openWAL(dir, walSegmentBytes)
+			require.NoError(t, err)
+			require.NoError(t, w.close())
+			var buf bytes.Buffer
+			w.torn.log(zerolog.New(&buf))
+			if tc.wantLevel == "" {
+				require.Zero(t, buf.Len(), buf.String())
+				return
+			}
+			var ev struct{ Level, Message, Cause string }
+			require.NoError(t, json.Unmarshal(buf.Bytes(), &ev), buf.String())
+			require.Equal(t, tc.wantLevel, ev.Level, buf.String())
+			require.Contains(t, ev.Message, tc.wantMsg)
+			require.NotEmpty(t, ev.Cause)
+		})
+	}
 }
