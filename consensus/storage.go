@@ -19,7 +19,8 @@ import (
 // metadata and the conf state in bbolt, snapshot payloads in files. It is
 // written by the node's loop goroutine (and Start before the loop runs), by
 // the goroutine Core.HandleReady persists on, and by the snapshotter; mu
-// serializes them.
+// serializes them, except step 3's segment removals, which run after mu
+// is released, one Write's at a time and in order (delMu).
 //
 // A Write takes up to three steps, in this order, each durable before the
 // next:
@@ -71,7 +72,13 @@ import (
 //   - Load returns an error (ErrCorruptLog) for a WAL that cannot be read
 //     completely, except a torn tail of the last segment, cut on open.
 type diskStore struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// delMu serializes the WAL segment removals of step 3, which run
+	// without mu (their directory fsyncs need not hold up other Writes),
+	// and keeps replays from reading a segment being removed. It is taken
+	// with mu held, never the other way round (lock order mu, delMu), so
+	// removals run in the order their Writes detached the segments.
+	delMu   sync.Mutex
 	db      *bolt.DB
 	wal     *wal
 	walDir  string
@@ -360,6 +367,8 @@ var _ Storage = (*diskStore)(nil)
 func (s *diskStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.delMu.Lock() // no removal in flight
+	defer s.delMu.Unlock()
 	werr := s.wal.close()
 	if err := s.db.Close(); err != nil {
 		return errors.Join(werr, fmt.Errorf("close raft db: %w", err))
@@ -395,7 +404,10 @@ func (s *diskStore) Load() (LoadedState, error) {
 	r := s.opened
 	s.opened = nil
 	if r == nil {
-		if r, err = replayWAL(s.walDir, false); err != nil {
+		s.delMu.Lock() // no removal in flight
+		r, err = replayWAL(s.walDir, false)
+		s.delMu.Unlock()
+		if err != nil {
 			return LoadedState{}, fmt.Errorf("load raft log: %w", err)
 		}
 	}
@@ -505,7 +517,25 @@ func (s *diskStore) Write(w *WriteBatch) error {
 		return errors.New("persist raft state: DropAllEntries without a snapshot")
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	paths, err := s.writeLocked(w)
+	if err != nil || len(paths) == 0 {
+		s.mu.Unlock()
+		return err
+	}
+	// Step 3's removals run without mu (each waits for a directory
+	// fsync), in order (delMu, taken before mu is released).
+	s.delMu.Lock()
+	s.mu.Unlock()
+	defer s.delMu.Unlock()
+	if err := removeWALSegments(s.walDir, paths); err != nil {
+		return fmt.Errorf("compact raft log: %w", err)
+	}
+	return nil
+}
+
+// writeLocked runs steps 1 and 2 of w and detaches step 3's segments,
+// whose paths it returns for removal; s.mu is held.
+func (s *diskStore) writeLocked(w *WriteBatch) ([]string, error) {
 	s.opened = nil
 	if w.Snapshot != nil || w.ConfState != nil {
 		err := s.db.Update(func(tx *bolt.Tx) error {
@@ -523,11 +553,11 @@ func (s *diskStore) Write(w *WriteBatch) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("persist raft state: %w", err)
+			return nil, fmt.Errorf("persist raft state: %w", err)
 		}
 	}
 	if err := s.crashAt("after-bbolt"); err != nil {
-		return err
+		return nil, err
 	}
 	b := walBatch{hardState: w.HardState, entries: w.Entries}
 	// A snapshot beyond the log's last entry (a leader's, or the one Seed
@@ -538,18 +568,20 @@ func (s *diskStore) Write(w *WriteBatch) error {
 	}
 	if b.reset != nil || b.hardState != nil || len(b.entries) > 0 {
 		if err := s.wal.append(&b); err != nil {
-			return fmt.Errorf("persist raft log: %w", err)
+			return nil, fmt.Errorf("persist raft log: %w", err)
 		}
 	}
 	if err := s.crashAt("after-wal"); err != nil {
-		return err
+		return nil, err
 	}
 	if b.reset != nil || w.CompactBelow > 0 {
-		if err := s.wal.deleteBefore(w.CompactBelow, b.reset != nil); err != nil {
-			return fmt.Errorf("compact raft log: %w", err)
+		paths, err := s.wal.detachBefore(w.CompactBelow, b.reset != nil)
+		if err != nil {
+			return nil, fmt.Errorf("compact raft log: %w", err)
 		}
+		return paths, nil
 	}
-	return nil
+	return nil, nil
 }
 
 func (s *diskStore) crashAt(point string) error {
@@ -590,6 +622,8 @@ func (s *diskStore) CleanSnapshots(recordedIndex uint64) ([]string, error) {
 func (s *diskStore) entryCount() (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.delMu.Lock()
+	defer s.delMu.Unlock()
 	r, err := replayWAL(s.walDir, false)
 	if err != nil {
 		return 0, err

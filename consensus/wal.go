@@ -654,28 +654,54 @@ func (w *wal) rotate() error {
 // is first written again to the last segment: a hard state is kept until a
 // newer one replaces it, whatever the entries around it.
 func (w *wal) deleteBefore(index uint64, afterReset bool) error {
+	paths, err := w.detachBefore(index, afterReset)
+	if err != nil {
+		return err
+	}
+	return removeWALSegments(w.dir, paths)
+}
+
+// detachBefore is deleteBefore without the removals: it drops the
+// segments from w and returns their paths, oldest first, for
+// removeWALSegments, which the caller may run without holding what
+// serializes w's other calls as long as removals run one at a time, in
+// the order detachBefore returned them.
+func (w *wal) detachBefore(index uint64, afterReset bool) ([]string, error) {
 	n := 0
 	for n < len(w.segs)-1 && ((afterReset && w.segs[n].seq < w.resetSeq) || w.segs[n+1].base.index < index) {
 		n++
 	}
 	if n == 0 {
-		return nil
+		return nil, nil
 	}
 	if w.hardState != nil && w.hardStateSeq < w.segs[n].seq {
 		if err := w.append(&walBatch{hardState: w.hardState}); err != nil {
-			return fmt.Errorf("keep the hard state: %w", err)
+			return nil, fmt.Errorf("keep the hard state: %w", err)
 		}
 	}
-	for ; n > 0; n-- {
-		if err := os.Remove(w.segs[0].path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	paths := make([]string, n)
+	for i, seg := range w.segs[:n] {
+		paths[i] = seg.path
+	}
+	w.segs = slices.Clone(w.segs[n:])
+	return paths, nil
+}
+
+// removeSync syncs the directory after each removal; tests replace it.
+var removeSync = syncDir
+
+// removeWALSegments removes the segment files at paths, in order, each
+// removal durable before the next, so that a crash leaves a consecutive
+// run of segments. It stops at the first failure (the files left are
+// still a consecutive run; the next open replays them).
+func removeWALSegments(dir string, paths []string) error {
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove wal segment: %w", err)
 		}
-		// Each removal is durable before the next, so a crash leaves a
-		// consecutive run of segments.
-		if err := syncDir(w.dir); err != nil {
+		if err := removeSync(dir); err != nil {
 			return err
 		}
-		w.segs = w.segs[1:]
 	}
 	return nil
 }

@@ -79,3 +79,50 @@ func TestOpenSyncsWhatItReplays(t *testing.T) {
 		})
 	}
 }
+
+// TestDiskStoreRemovesSegmentsOutsideLock checks that a Write's segment
+// removals (each waits for a directory fsync) run without the store's mu,
+// so that other Writes need not wait for them, and one at a time (delMu).
+func TestDiskStoreRemovesSegmentsOutsideLock(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write *WriteBatch
+	}{
+		{"local snapshot with compaction", &WriteBatch{Snapshot: snapMeta(25, 1), CompactBelow: 20}},
+		{"leader snapshot", &WriteBatch{Snapshot: snapMeta(40, 3), DropAllEntries: true, HardState: hardState(3, 40)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setWALSegmentSize(t, 256)
+			dir := t.TempDir()
+			s := openStore(t, dir)
+			for i := uint64(1); i <= 30; i += 3 {
+				mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
+			}
+			before := len(walFiles(t, dir))
+			saved := removeSync
+			t.Cleanup(func() { removeSync = saved })
+			var muFree, delMuFree []bool
+			removeSync = func(dir string) error {
+				free := s.mu.TryLock()
+				if free {
+					s.mu.Unlock()
+				}
+				muFree = append(muFree, free)
+				free = s.delMu.TryLock()
+				if free {
+					s.delMu.Unlock()
+				}
+				delMuFree = append(delMuFree, free)
+				return saved(dir)
+			}
+			mustWrite(t, s, tc.write)
+			require.Less(t, len(walFiles(t, dir)), before, "segments removed")
+			require.NotEmpty(t, muFree)
+			for i := range muFree {
+				require.True(t, muFree[i], "removal %d runs holding mu", i)
+				require.False(t, delMuFree[i], "removal %d runs without delMu", i)
+			}
+			require.NoError(t, s.Close())
+		})
+	}
+}
