@@ -32,7 +32,10 @@ import (
 //     snapshot's position for DropAllEntries, the hard state, the entries
 //     (the record truncates the log first if they overwrite entries).
 //  3. Segment deletion (DropAllEntries: every segment before the reset;
-//     CompactBelow: segments holding only entries below it).
+//     CompactBelow: segments holding only entries below it). The last
+//     hard state is first written again if its segment is deleted. A
+//     crash before the deletion after a reset is finished is completed
+//     by the next open (reconcile).
 //
 // Invariants, and why a crash between any two steps leaves a state raft
 // accepts:
@@ -42,13 +45,13 @@ import (
 //     at the snapshot's index with the snapshot's term, or it was reset to
 //     exactly that position. A log ending exactly at the snapshot's index
 //     with another term (or with a term not on disk) holds nothing above
-//     it but disagrees with it all the same: it is divergent too. Otherwise
-//     (a leader's snapshot recorded in
-//     step 1 by a Write that crashed before its reset reached the WAL: raft
-//     installs a leader's snapshot only when its log does not hold that
-//     entry) the entries above are a divergent suffix and are dropped, the
-//     hard state's commit index is lowered to the snapshot index, and the
-//     state is the snapshot with an empty log: the Write's own hard state
+//     it but disagrees with it all the same: it is divergent too.
+//     Otherwise (a leader's snapshot recorded in step 1 by a Write that
+//     crashed before its reset reached the WAL: raft installs a leader's
+//     snapshot only when its log does not hold that entry) the entries
+//     above are a divergent suffix and are dropped, the hard state's
+//     commit index is lowered to the snapshot index, and the state is
+//     the snapshot with an empty log: the Write's own hard state
 //     and entries are lost, which is allowed because it never returned.
 //     Open (reconcile) then appends the reset that Write did not write, so
 //     entries appended later continue after the snapshot, not after the
