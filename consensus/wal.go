@@ -378,7 +378,7 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 // (client data) can look like record headers at every aligned offset, each
 // claiming up to all the bytes after it: checking every one would be
 // quadratic in the tail's size.
-var walScanBudget int64 = 64 << 20
+const walScanBudget int64 = 64 << 20
 
 // checkTornTail decides whether the record at off of the last segment,
 // which decodeRecord rejected with derr, starts a torn tail (nil) or is
