@@ -126,10 +126,14 @@
 // # Restart
 //
 // The state machine lives in memory only. Start reopens bbolt and the WAL
-// (cutting a write torn by a crash off the last segment's tail, refusing
-// any other damage with ErrCorruptLog, and upgrading a data directory whose
-// log is still in bbolt), loads the hard state and the recorded snapshot (its file's CRC32C is verified; a
-// corrupt file makes Start fail rather than skip it), calls
+// (syncing both, so that nothing a crashed process left only in the page
+// cache is relied on; cutting a write torn by a crash off the last
+// segment's tail, logged at error level if it was a complete record that
+// does not verify; refusing any other damage with ErrCorruptLog; and
+// upgrading a data directory whose log is still in bbolt, rebuilding the
+// WAL from bbolt every time), loads the hard state and the recorded
+// snapshot (its file's CRC32C is verified; a corrupt file makes Start fail
+// rather than skip it), calls
 // StateMachine.Restore, loads the entries after the snapshot into
 // MemoryStorage and restarts raft with Applied at the snapshot index, so raft
 // re-delivers, and the node re-applies, every committed entry after it.

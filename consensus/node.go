@@ -186,10 +186,7 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 	if n.store, err = openDiskStore(cfg.DataDir); err != nil {
 		return nil, fmt.Errorf("consensus: %w", err)
 	}
-	if t := n.store.wal.torn; t.len > 0 {
-		n.lg.Warn().Str("segment", t.path).Int64("offset", t.offset).Int64("bytes", t.len).
-			Msg("cut a write torn by a crash off the raft log's tail")
-	}
+	n.store.wal.torn.log(n.lg)
 	var st Storage = n.store
 	if testWrapStorage != nil {
 		st = testWrapStorage(st)

@@ -19,7 +19,8 @@ import (
 // metadata and the conf state in bbolt, snapshot payloads in files. It is
 // written by the node's loop goroutine (and Start before the loop runs), by
 // the goroutine Core.HandleReady runs ReadyWrite.Write on, and by the snapshotter; mu
-// serializes them.
+// serializes them, except step 3's segment removals, which run after mu
+// is released, one Write's at a time and in order (delMu).
 //
 // A Write takes up to three steps, in this order, each durable before the
 // next:
@@ -31,7 +32,10 @@ import (
 //     snapshot's position for DropAllEntries, the hard state, the entries
 //     (the record truncates the log first if they overwrite entries).
 //  3. Segment deletion (DropAllEntries: every segment before the reset;
-//     CompactBelow: segments holding only entries below it).
+//     CompactBelow: segments holding only entries below it). The last
+//     hard state is first written again if its segment is deleted. A
+//     crash before the deletion after a reset is finished is completed
+//     by the next open (reconcile).
 //
 // Invariants, and why a crash between any two steps leaves a state raft
 // accepts:
@@ -39,12 +43,15 @@ import (
 //     entries above its index. Load returns WAL entries above the snapshot
 //     index only if the WAL agrees with the snapshot: it holds the entry
 //     at the snapshot's index with the snapshot's term, or it was reset to
-//     exactly that position. Otherwise (a leader's snapshot recorded in
-//     step 1 by a Write that crashed before its reset reached the WAL: raft
-//     installs a leader's snapshot only when its log does not hold that
-//     entry) the entries above are a divergent suffix and are dropped, the
-//     hard state's commit index is lowered to the snapshot index, and the
-//     state is the snapshot with an empty log: the Write's own hard state
+//     exactly that position. A log ending exactly at the snapshot's index
+//     with another term (or with a term not on disk) holds nothing above
+//     it but disagrees with it all the same: it is divergent too.
+//     Otherwise (a leader's snapshot recorded in step 1 by a Write that
+//     crashed before its reset reached the WAL: raft installs a leader's
+//     snapshot only when its log does not hold that entry) the entries
+//     above are a divergent suffix and are dropped, the hard state's
+//     commit index is lowered to the snapshot index, and the state is
+//     the snapshot with an empty log: the Write's own hard state
 //     and entries are lost, which is allowed because it never returned.
 //     Open (reconcile) then appends the reset that Write did not write, so
 //     entries appended later continue after the snapshot, not after the
@@ -58,12 +65,23 @@ import (
 //     from the snapshot and replays conf changes from the log); writing it
 //     before the hard state of the same batch is therefore harmless.
 //   - A hard state is only in the WAL, in the same record as the entries
-//     it was written with, so its commit index never exceeds the durable
-//     log except in the case above, where Load lowers it.
+//     it was written with (or copied unchanged into a later record before
+//     the segment holding it is deleted), so its commit index never
+//     exceeds the durable log except in the case above, where Load lowers
+//     it, and a vote is never lost to compaction.
+//   - Open syncs bbolt before reading it, and the WAL's last segment and
+//     directory after replaying them: what a crashed process left only in
+//     the page cache is durable before raft or reconcile relies on it.
 //   - Load returns an error (ErrCorruptLog) for a WAL that cannot be read
 //     completely, except a torn tail of the last segment, cut on open.
 type diskStore struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// delMu serializes the WAL segment removals of step 3, which run
+	// without mu (their directory fsyncs need not hold up other Writes),
+	// and keeps replays from reading a segment being removed. It is taken
+	// with mu held, never the other way round (lock order mu, delMu), so
+	// removals run in the order their Writes detached the segments.
+	delMu   sync.Mutex
 	db      *bolt.DB
 	wal     *wal
 	walDir  string
@@ -174,6 +192,15 @@ func openDiskStoreHook(dataDir string, crash func(string) error) (*diskStore, er
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
+	// A commit a crashed process left only in the page cache (written,
+	// not yet fdatasync'd) reads like a durable one: make it durable
+	// before upgrade and reconcile act on it (reconcile would otherwise
+	// make a WAL reset durable that follows a snapshot an OS crash could
+	// still take away).
+	if err := openSync.db(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("sync %s: %w", path, err)
+	}
 	s := &diskStore{db: db, walDir: filepath.Join(dataDir, walDirName), snapDir: snapDir, crash: crash}
 	if err := s.upgrade(); err != nil {
 		_ = db.Close()
@@ -195,10 +222,16 @@ func openDiskStoreHook(dataDir string, crash func(string) error) (*diskStore, er
 // upgrade brings raft.db to schemaVersion. A new file and a version-1 file
 // (log entries and hard state in bbolt) get a WAL holding the hard state
 // and the entries above the snapshot, created complete (initWALDir) before
-// bbolt deletes them and records version 2, each step durable. A crash
-// after the WAL exists but before bbolt changed leaves a version-1 file
-// beside a complete WAL: the next open keeps that WAL (the bbolt log has
-// not changed since, no member ran on it) and finishes the bbolt step.
+// bbolt deletes them and records version 2, each step durable.
+//
+// Below version 2, raft.db is authoritative and any wal/ beside it is
+// stale: a crash after the WAL was built but before bbolt changed leaves a
+// version-1 file beside a complete WAL, and an older binary may have run on
+// that file since (a rollback), acknowledging entries and votes the WAL does
+// not hold. The WAL is therefore always removed and rebuilt from raft.db.
+// A new file (version 0) beside a wal/ is accepted only if that WAL holds
+// nothing (what an interrupted first open leaves); a WAL holding a log
+// beside a new raft.db (raft.db lost or replaced) is an error, never wiped.
 func (s *diskStore) upgrade() error {
 	var version uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -219,20 +252,23 @@ func (s *diskStore) upgrade() error {
 	switch version {
 	case schemaVersion:
 		return nil
-	case 0, 1:
+	case 0:
+		if err := requireEmptyWAL(s.walDir); err != nil {
+			return err
+		}
+	case 1:
 	default:
 		return fmt.Errorf("unsupported schema version %d (want %d)", version, schemaVersion)
 	}
-	if _, err := os.Stat(s.walDir); errors.Is(err, fs.ErrNotExist) {
-		base, first, err := s.legacyLog()
-		if err != nil {
-			return err
-		}
-		if err := initWALDir(s.walDir, base, first); err != nil {
-			return fmt.Errorf("move raft log into %s: %w", s.walDir, err)
-		}
-	} else if err != nil {
-		return fmt.Errorf("stat wal dir: %w", err)
+	if err := os.RemoveAll(s.walDir); err != nil {
+		return fmt.Errorf("remove stale wal dir: %w", err)
+	}
+	base, first, err := s.legacyLog()
+	if err != nil {
+		return err
+	}
+	if err := initWALDir(s.walDir, base, first); err != nil {
+		return fmt.Errorf("move raft log into %s: %w", s.walDir, err)
 	}
 	if s.crash != nil {
 		if err := s.crash("upgrade-wal-written"); err != nil {
@@ -251,6 +287,28 @@ func (s *diskStore) upgrade() error {
 		}
 		return meta.Put(keySchemaVersion, u64Bytes(schemaVersion))
 	})
+}
+
+// requireEmptyWAL returns nil if dir does not exist or holds no log (no
+// file, or segments holding no entry and no hard state after index 0),
+// and an error otherwise.
+func requireEmptyWAL(dir string) error {
+	des, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && len(des) == 0) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read wal dir: %w", err)
+	}
+	r, err := replayWAL(dir, false)
+	if err != nil {
+		return fmt.Errorf("%s exists beside a new %s and cannot be read: %w", dir, dbFileName, err)
+	}
+	if len(r.entries) > 0 || r.hardState != nil || r.base != (walPos{}) {
+		return fmt.Errorf("%w: %s holds a raft log (last entry %d) but %s is new: refusing to discard it",
+			ErrCorruptLog, dir, r.last().index, dbFileName)
+	}
+	return nil
 }
 
 // legacyLog reads a version-1 raft.db's log: the snapshot position the log
@@ -312,6 +370,8 @@ var _ Storage = (*diskStore)(nil)
 func (s *diskStore) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.delMu.Lock() // no removal in flight
+	defer s.delMu.Unlock()
 	werr := s.wal.close()
 	if err := s.db.Close(); err != nil {
 		return errors.Join(werr, fmt.Errorf("close raft db: %w", err))
@@ -347,7 +407,10 @@ func (s *diskStore) Load() (LoadedState, error) {
 	r := s.opened
 	s.opened = nil
 	if r == nil {
-		if r, err = replayWAL(s.walDir, false); err != nil {
+		s.delMu.Lock() // no removal in flight
+		r, err = replayWAL(s.walDir, false)
+		s.delMu.Unlock()
+		if err != nil {
 			return LoadedState{}, fmt.Errorf("load raft log: %w", err)
 		}
 	}
@@ -366,8 +429,19 @@ func entriesAfterSnapshot(r *walReplay, snap *pb.SnapshotMetadata, hs *pb.HardSt
 	si, st := snap.GetIndex(), snap.GetTerm()
 	last := r.last()
 	switch {
-	case last.index <= si:
-		// Nothing above the snapshot.
+	case last.index < si || (last.index == si && last.term == st && (r.baseKnown || len(r.entries) > 0)):
+		// Nothing above the snapshot, and the log does not contradict it.
+	case last.index == si:
+		// The log ends at the snapshot's index with another term (or one
+		// not on disk): a leader's snapshot whose reset did not reach the
+		// WAL (a crash after step 1, or a torn reset record). It holds
+		// nothing above the snapshot, but it is divergent all the same:
+		// reconcile must write the reset, or later entries would follow
+		// the stale entry and be dropped as divergent by the next Load.
+		if hs != nil && hs.GetCommit() > si {
+			hs.Commit = new(si)
+		}
+		return nil, true, nil
 	case si < r.base.index:
 		return nil, false, fmt.Errorf("%w: the log starts after entry %d, the snapshot is at %d: entries in between are missing",
 			ErrCorruptLog, r.base.index, si)
@@ -395,7 +469,9 @@ func entriesAfterSnapshot(r *walReplay, snap *pb.SnapshotMetadata, hs *pb.HardSt
 	return kept, false, nil
 }
 
-// reconcile runs on open: if the WAL's log ends below the recorded
+// reconcile runs on open: it deletes the segments before the WAL's last
+// reset that a crash left (see Write's step 3), and if the WAL's log ends
+// below the recorded
 // snapshot or disagrees with it (a crash between the two steps of a Write
 // recording a leader's snapshot), it appends the reset that Write did not
 // write, with the hard state lowered as Load lowers it, and deletes the
@@ -423,7 +499,11 @@ func (s *diskStore) reconcile(r *walReplay) error {
 	}
 	if !divergent && r.last().index >= snap.GetIndex() {
 		s.opened = r
-		return nil
+		// A crash between a Write's reset (step 2) and its segment
+		// deletion (step 3) leaves the segments before the reset, dead
+		// but replayed on every open and kept by compaction until the
+		// log passes their old end: finish the deletion.
+		return s.wal.deleteBefore(0, true)
 	}
 	if err := s.wal.append(&walBatch{reset: &walPos{snap.GetIndex(), snap.GetTerm()}, hardState: hs}); err != nil {
 		return err
@@ -440,7 +520,25 @@ func (s *diskStore) Write(w *WriteBatch) error {
 		return errors.New("persist raft state: DropAllEntries without a snapshot")
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	paths, err := s.writeLocked(w)
+	if err != nil || len(paths) == 0 {
+		s.mu.Unlock()
+		return err
+	}
+	// Step 3's removals run without mu (each waits for a directory
+	// fsync), in order (delMu, taken before mu is released).
+	s.delMu.Lock()
+	s.mu.Unlock()
+	defer s.delMu.Unlock()
+	if err := removeWALSegments(s.walDir, paths); err != nil {
+		return fmt.Errorf("compact raft log: %w", err)
+	}
+	return nil
+}
+
+// writeLocked runs steps 1 and 2 of w and detaches step 3's segments,
+// whose paths it returns for removal; s.mu is held.
+func (s *diskStore) writeLocked(w *WriteBatch) ([]string, error) {
 	s.opened = nil
 	if w.Snapshot != nil || w.ConfState != nil {
 		err := s.db.Update(func(tx *bolt.Tx) error {
@@ -458,11 +556,11 @@ func (s *diskStore) Write(w *WriteBatch) error {
 			return nil
 		})
 		if err != nil {
-			return fmt.Errorf("persist raft state: %w", err)
+			return nil, fmt.Errorf("persist raft state: %w", err)
 		}
 	}
 	if err := s.crashAt("after-bbolt"); err != nil {
-		return err
+		return nil, err
 	}
 	b := walBatch{hardState: w.HardState, entries: w.Entries}
 	// A snapshot beyond the log's last entry (a leader's, or the one Seed
@@ -473,18 +571,20 @@ func (s *diskStore) Write(w *WriteBatch) error {
 	}
 	if b.reset != nil || b.hardState != nil || len(b.entries) > 0 {
 		if err := s.wal.append(&b); err != nil {
-			return fmt.Errorf("persist raft log: %w", err)
+			return nil, fmt.Errorf("persist raft log: %w", err)
 		}
 	}
 	if err := s.crashAt("after-wal"); err != nil {
-		return err
+		return nil, err
 	}
 	if b.reset != nil || w.CompactBelow > 0 {
-		if err := s.wal.deleteBefore(w.CompactBelow, b.reset != nil); err != nil {
-			return fmt.Errorf("compact raft log: %w", err)
+		paths, err := s.wal.detachBefore(w.CompactBelow, b.reset != nil)
+		if err != nil {
+			return nil, fmt.Errorf("compact raft log: %w", err)
 		}
+		return paths, nil
 	}
-	return nil
+	return nil, nil
 }
 
 func (s *diskStore) crashAt(point string) error {
@@ -525,6 +625,8 @@ func (s *diskStore) CleanSnapshots(recordedIndex uint64) ([]string, error) {
 func (s *diskStore) entryCount() (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.delMu.Lock()
+	defer s.delMu.Unlock()
 	r, err := replayWAL(s.walDir, false)
 	if err != nil {
 		return 0, err

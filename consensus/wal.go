@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rs/zerolog"
+	bolt "go.etcd.io/bbolt"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
 
@@ -40,18 +42,27 @@ import (
 //     run of entries after a base position, and the last hard state.
 //     Segment i+1's base equals the logical log's last position after
 //     segment i, which replay checks.
+//   - On open, before the log is used, the last segment is fdatasync'd and
+//     the directory fsync'd: a record or a removal a crashed process left
+//     only in the page cache is durable before raft relies on it.
 //   - On open, the first undecodable record of the last segment ends the
 //     log if no valid record follows it (a write torn by a crash, never
-//     acknowledged): the file is truncated there and fdatasync'd. (Damage
+//     acknowledged): the file is truncated there and fdatasync'd. The
+//     search for a valid record after it is bounded (checkTornTail): it
+//     skips the bad record's own payload when its header is plausible, and
+//     gives up after a budget of checksum work, deciding for a torn write
+//     only when the bad header claims more bytes than the file has. (Damage
 //     to the last record after it was acknowledged looks the same and is
 //     cut the same way; a member of a group gets it again from the
 //     leader.) Any other
 //     bad record (one followed by a valid record, a bad segment header, a
-//     bad record in a segment that is not the last, a gap in seqs, a
+//     bad record or zeros in a segment that is not the last, a gap in seqs, a
 //     record that does not fit the logical log) is ErrCorruptLog: the
 //     member stops rather than skip or guess.
 //   - Segments are deleted only from the front, oldest first, each removal
-//     fsync'd, so the files left always form a consecutive run.
+//     fsync'd, so the files left always form a consecutive run. A segment
+//     holding the last hard state record is deleted only after that hard
+//     state was written again (durably) to the last segment.
 const (
 	walMagic        = "ZKRWAL01"
 	walHeaderSize   = 40
@@ -71,8 +82,12 @@ type wal struct {
 	buf      []byte   // reused encoding buffer
 	broken   error    // a failed write: every later write fails with it
 	resetSeq uint64   // the segment holding the last reset record
-	torn     tornTail // what open cut off the last segment, for the log
-	syncFile func(*os.File) error
+	// hardState is the last hard state written or replayed, hardStateSeq
+	// the segment holding it (deleteBefore keeps it in a kept segment).
+	hardState    *pb.HardState
+	hardStateSeq uint64
+	torn         tornTail // what open cut off the last segment, for the log
+	syncFile     func(*os.File) error
 }
 
 // walSeg is one segment file.
@@ -87,6 +102,25 @@ type walSeg struct {
 type tornTail struct {
 	path        string
 	offset, len int64
+	// cause is why the first record cut did not decode: errRecordBad
+	// (a complete record that does not verify, or a garbage header) is
+	// damage, possibly to an acknowledged record; the others are a write
+	// torn by a crash.
+	cause error
+}
+
+// log reports the cut: a torn write at warn level, a damaged record at
+// error level (it may have been acknowledged; this member lost it).
+func (t tornTail) log(lg zerolog.Logger) {
+	if t.len == 0 {
+		return
+	}
+	ev, msg := lg.Warn(), "cut a write torn by a crash off the raft log's tail"
+	if errors.Is(t.cause, errRecordBad) {
+		ev, msg = lg.Error(), "cut a damaged record off the raft log's tail: if it was acknowledged, this member lost it "+
+			"(a leader sends it again; check the disk)"
+	}
+	ev.Str("segment", t.path).Int64("offset", t.offset).Int64("bytes", t.len).AnErr("cause", t.cause).Msg(msg)
 }
 
 func walSegName(seq uint64) string { return fmt.Sprintf("%016x%s", seq, walSuffix) }
@@ -172,9 +206,18 @@ type walReplay struct {
 	baseKnown bool   // base.term is known (a truncation below the oldest kept segment forgets it)
 	entries   []*pb.Entry
 	hardState *pb.HardState
+	// hardStateSeq is the segment holding hardState's record, resetSeq
+	// the one holding the last reset record.
+	hardStateSeq, resetSeq uint64
 	// end is the offset in the last segment where the valid records end;
 	// fileSize its size (end < fileSize: a torn tail).
 	end, fileSize int64
+	// scanned is the number of bytes checkTornTail checksummed.
+	scanned int64
+	// records is the number of records replayed.
+	records int
+	// tailErr is why the record at end did not decode (end < fileSize).
+	tailErr error
 }
 
 func (r *walReplay) last() walPos {
@@ -292,15 +335,17 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 			_, payload, n, derr := decodeRecord(data[off:], salt)
 			if derr != nil {
 				if !lastSeg {
-					if errors.Is(derr, errRecordEnd) && allZero(data[off:]) {
-						break // zeros after the last record of a closed segment
-					}
+					// A closed segment was fdatasync'd whole before the
+					// next was created and is never preallocated: even
+					// zeros after its last record are damage.
 					return nil, fmt.Errorf("%w: %s offset %d (not the last segment): %w", ErrCorruptLog, s.path, off, derr)
 				}
-				if next := nextValidRecord(data, off, salt); next >= 0 {
-					return nil, fmt.Errorf("%w: %s: bad record at offset %d followed by a valid record at offset %d: %w",
-						ErrCorruptLog, s.path, off, next, derr)
+				work, err := checkTornTail(data, off, salt, derr)
+				r.scanned += work
+				if err != nil {
+					return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, s.path, err)
 				}
+				r.tailErr = derr
 				break
 			}
 			b, err := decodeBatch(payload)
@@ -309,6 +354,13 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s offset %d: %w", ErrCorruptLog, s.path, off, err)
+			}
+			r.records++
+			if b.hardState != nil {
+				r.hardStateSeq = s.seq
+			}
+			if b.reset != nil {
+				r.resetSeq = s.seq
 			}
 			off += n
 		}
@@ -320,28 +372,95 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 	return r, nil
 }
 
-// nextValidRecord returns the offset of the first record after off (at
-// an aligned offset) that decodes with salt, or -1.
-func nextValidRecord(data []byte, off int, salt uint32) int {
-	for o := off + recAlign; o+recHeaderSize <= len(data); o += recAlign {
-		if data[o+8] != recBatch {
-			continue // cheap reject before the crc
-		}
-		if _, _, _, err := decodeRecord(data[o:], salt); err == nil {
-			return o
+// walScanBudget is the least checksum work (bytes) checkTornTail may do
+// looking for a valid record after a bad one; the budget is the larger of
+// it and 4 times the bytes after the bad record. Bytes inside an entry
+// (client data) can look like record headers at every aligned offset, each
+// claiming up to all the bytes after it: checking every one would be
+// quadratic in the tail's size.
+const walScanBudget int64 = 64 << 20
+
+// checkTornTail decides whether the record at off of the last segment,
+// which decodeRecord rejected with derr, starts a torn tail (nil) or is
+// damage followed by a valid record (an error). work is the number of
+// bytes it checksummed.
+//
+//   - Zeros to the end: a torn tail, nothing to scan.
+//   - A plausible header whose record extends past the end (derr is
+//     errRecordShort): a torn write. Valid records after it exist only if
+//     its length was damaged: they are searched for from the next aligned
+//     offset, within the budget; a search that runs out of budget ends in
+//     favour of the torn write.
+//   - A plausible header whose record fits but does not verify: records of
+//     later writes can only start after its claimed end, so the search
+//     starts there (not among the bytes of its own payload).
+//   - Any other header (garbage, or zeros followed by data): the search
+//     starts at the next aligned offset.
+//
+// In the last two cases, a search that runs out of budget is an error: the
+// member stops rather than guess that nothing acknowledged follows.
+func checkTornTail(data []byte, off int, salt uint32, derr error) (work int64, err error) {
+	if allZero(data[off:]) {
+		return 0, nil
+	}
+	budget := max(walScanBudget, 4*int64(len(data)-off))
+	from, favourTorn := off+recAlign, errors.Is(derr, errRecordShort)
+	if !favourTorn && len(data)-off >= recHeaderSize {
+		if length, ok := plausibleHeader(data[off:]); ok {
+			from = off + recPadded(recHeaderSize+length)
 		}
 	}
-	return -1
+	next, work, exhausted := nextValidRecord(data, from, salt, budget)
+	switch {
+	case next >= 0:
+		return work, fmt.Errorf("bad record at offset %d followed by a valid record at offset %d: %w", off, next, derr)
+	case exhausted && !favourTorn:
+		return work, fmt.Errorf("bad record at offset %d (%w): gave up after checksumming %d bytes looking for a valid record after it",
+			off, derr, work)
+	}
+	return work, nil
 }
 
-// openWAL replays dir, cuts a torn tail off the last segment and opens it
-// for appending.
+// nextValidRecord returns the offset of the first record at or after from
+// (at an aligned offset) that decodes with salt, or -1. It checksums at
+// most budget bytes (work) and reports whether it stopped for that.
+func nextValidRecord(data []byte, from int, salt uint32, budget int64) (next int, work int64, exhausted bool) {
+	for o := from; o+recHeaderSize <= len(data); o += recAlign {
+		// Cheap rejects before the checksum.
+		length, ok := plausibleHeader(data[o:])
+		if !ok || o+recPadded(recHeaderSize+length) > len(data) {
+			continue
+		}
+		cost := int64(length) + 8 // the checksum covers 8 header bytes and the payload
+		if work+cost > budget {
+			return -1, work, true
+		}
+		work += cost
+		if _, _, _, err := decodeRecord(data[o:], salt); err == nil {
+			return o, work, false
+		}
+	}
+	return -1, work, false
+}
+
+// openSync holds the syncs open makes so that what it replayed is durable
+// (openWAL: the last segment and the directory; openDiskStore: bbolt);
+// tests replace them to count the calls.
+var openSync = struct {
+	file func(*os.File) error
+	dir  func(string) error
+	db   func(*bolt.DB) error
+}{fdatasync, syncDir, (*bolt.DB).Sync}
+
+// openWAL replays dir, cuts a torn tail off the last segment, makes the
+// last segment and dir durable and opens the last segment for appending.
 func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 	r, err := replayWAL(dir, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &wal{dir: dir, segBytes: segBytes, segs: r.segs, last: r.last(), syncFile: fdatasync}
+	w := &wal{dir: dir, segBytes: segBytes, segs: r.segs, last: r.last(), syncFile: fdatasync,
+		hardState: r.hardState, hardStateSeq: r.hardStateSeq, resetSeq: r.resetSeq}
 	lastSeg := r.segs[len(r.segs)-1]
 	f, err := os.OpenFile(lastSeg.path, os.O_WRONLY, 0)
 	if err != nil {
@@ -350,7 +469,7 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 	if r.end < r.fileSize {
 		// A write torn by a crash: it never returned, so nothing
 		// acknowledged is lost by cutting it.
-		w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.fileSize - r.end}
+		w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.fileSize - r.end, cause: r.tailErr}
 		err := f.Truncate(r.end)
 		if err == nil {
 			err = f.Sync()
@@ -360,6 +479,19 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 			return nil, nil, fmt.Errorf("cut torn tail of %s at %d: %w", lastSeg.path, r.end, err)
 		}
 	}
+	// What replay read may be only in the page cache (a process crash
+	// after a record's write, before its fdatasync; or after a segment's
+	// removal, before the directory's fsync): make it durable before
+	// anything relies on it (raft acknowledges and votes with what Load
+	// returns). Only the last segment can hold unsynced records.
+	if err := openSync.file(f); err != nil {
+		_ = f.Close()
+		return nil, nil, fmt.Errorf("sync wal segment %s: %w", lastSeg.path, err)
+	}
+	if err := openSync.dir(dir); err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
 	if _, err := f.Seek(r.end, 0); err != nil {
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("seek wal segment: %w", err)
@@ -368,9 +500,16 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 	return w, r, nil
 }
 
-// initWALDir durably creates dir holding one segment with base and, if
-// first is not empty, one record: dir is built as dir.tmp and renamed, so
-// it exists only complete.
+// walInitChunk bounds the entry bytes of one record initWALDir writes
+// (tests lower it).
+var walInitChunk = 16 << 20
+
+// initWALDir durably creates dir holding the log that continues after base
+// with first's entries and hard state (first may be nil): dir is built as
+// dir.tmp and renamed, so it exists only complete. The entries are written
+// in records of about walInitChunk bytes (a version-1 log can be far above
+// maxRecordSize), the hard state with the last one, in segments of
+// walSegmentSize.
 func initWALDir(dir string, base walPos, first *walBatch) error {
 	tmp := dir + tmpSuffix
 	if err := os.RemoveAll(tmp); err != nil {
@@ -384,12 +523,12 @@ func initWALDir(dir string, base walPos, first *walBatch) error {
 		return err
 	}
 	if first != nil {
-		w := &wal{dir: tmp, segBytes: walSegmentBytes, segs: []walSeg{seg}, last: base, syncFile: fdatasync}
+		w := &wal{dir: tmp, segBytes: walSegmentSize, segs: []walSeg{seg}, last: base, syncFile: fdatasync}
 		if w.f, err = os.OpenFile(seg.path, os.O_WRONLY|os.O_APPEND, 0); err != nil {
 			return fmt.Errorf("open wal segment: %w", err)
 		}
 		w.size = walHeaderSize
-		err = w.append(first)
+		err = appendChunked(w, first, walInitChunk)
 		if cerr := w.f.Close(); err == nil {
 			err = cerr
 		}
@@ -401,6 +540,30 @@ func initWALDir(dir string, base walPos, first *walBatch) error {
 		return fmt.Errorf("rename wal dir: %w", err)
 	}
 	return syncDir(filepath.Dir(dir))
+}
+
+// appendChunked appends b's entries in records of at most chunk entry
+// bytes (at least one entry each), b's hard state with the last record.
+func appendChunked(w *wal, b *walBatch, chunk int) error {
+	ents := b.entries
+	for {
+		n, size := 0, 0
+		for n < len(ents) && (n == 0 || size+marshalAppend.Size(ents[n]) <= chunk) {
+			size += marshalAppend.Size(ents[n])
+			n++
+		}
+		part := &walBatch{entries: ents[:n]}
+		ents = ents[n:]
+		if len(ents) == 0 {
+			part.hardState = b.hardState
+		}
+		if err := w.append(part); err != nil {
+			return err
+		}
+		if len(ents) == 0 {
+			return nil
+		}
+	}
 }
 
 // append writes b as one record with one write and one fdatasync. A reset
@@ -449,6 +612,9 @@ func (w *wal) append(b *walBatch) error {
 		w.last = *b.reset
 		w.resetSeq = seg.seq
 	}
+	if b.hardState != nil {
+		w.hardState, w.hardStateSeq = b.hardState, seg.seq
+	}
 	if n := len(b.entries); n > 0 {
 		w.last = walPos{b.entries[n-1].GetIndex(), b.entries[n-1].GetTerm()}
 	}
@@ -484,18 +650,58 @@ func (w *wal) rotate() error {
 // below index (segment i holds no entry above segment i+1's base) and,
 // with afterReset set, every segment before the one holding the last reset
 // record (nothing before a reset is part of the log). The last segment is
-// never removed.
+// never removed. If the last hard state is in a segment to be removed, it
+// is first written again to the last segment: a hard state is kept until a
+// newer one replaces it, whatever the entries around it.
 func (w *wal) deleteBefore(index uint64, afterReset bool) error {
-	for len(w.segs) > 1 && ((afterReset && w.segs[0].seq < w.resetSeq) || w.segs[1].base.index < index) {
-		if err := os.Remove(w.segs[0].path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	paths, err := w.detachBefore(index, afterReset)
+	if err != nil {
+		return err
+	}
+	return removeWALSegments(w.dir, paths)
+}
+
+// detachBefore is deleteBefore without the removals: it drops the
+// segments from w and returns their paths, oldest first, for
+// removeWALSegments, which the caller may run without holding what
+// serializes w's other calls as long as removals run one at a time, in
+// the order detachBefore returned them.
+func (w *wal) detachBefore(index uint64, afterReset bool) ([]string, error) {
+	n := 0
+	for n < len(w.segs)-1 && ((afterReset && w.segs[n].seq < w.resetSeq) || w.segs[n+1].base.index < index) {
+		n++
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	if w.hardState != nil && w.hardStateSeq < w.segs[n].seq {
+		if err := w.append(&walBatch{hardState: w.hardState}); err != nil {
+			return nil, fmt.Errorf("keep the hard state: %w", err)
+		}
+	}
+	paths := make([]string, n)
+	for i, seg := range w.segs[:n] {
+		paths[i] = seg.path
+	}
+	w.segs = slices.Clone(w.segs[n:])
+	return paths, nil
+}
+
+// removeSync syncs the directory after each removal; tests replace it.
+var removeSync = syncDir
+
+// removeWALSegments removes the segment files at paths, in order, each
+// removal durable before the next, so that a crash leaves a consecutive
+// run of segments. It stops at the first failure (the files left are
+// still a consecutive run; the next open replays them).
+func removeWALSegments(dir string, paths []string) error {
+	for _, p := range paths {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove wal segment: %w", err)
 		}
-		// Each removal is durable before the next, so a crash leaves a
-		// consecutive run of segments.
-		if err := syncDir(w.dir); err != nil {
+		if err := removeSync(dir); err != nil {
 			return err
 		}
-		w.segs = w.segs[1:]
 	}
 	return nil
 }

@@ -106,25 +106,37 @@ func decodeRecord(b []byte, salt uint32) (typ byte, payload []byte, n int, err e
 	if allZero(hdr) {
 		return 0, nil, 0, errRecordEnd
 	}
-	length := binary.LittleEndian.Uint32(hdr[0:4])
-	typ = hdr[8]
-	if typ != recBatch || !allZero(hdr[9:16]) || length > maxRecordSize {
-		return 0, nil, 0, fmt.Errorf("%w: header type %d, length %d", errRecordBad, typ, length)
+	length, ok := plausibleHeader(hdr)
+	if !ok {
+		return 0, nil, 0, fmt.Errorf("%w: header type %d, length %d", errRecordBad, hdr[8], binary.LittleEndian.Uint32(hdr[0:4]))
 	}
-	total := recPadded(recHeaderSize + int(length))
+	typ = hdr[8]
+	total := recPadded(recHeaderSize + length)
 	if total > len(b) {
 		return 0, nil, 0, fmt.Errorf("%w: %d bytes needed, %d left", errRecordShort, total, len(b))
 	}
-	payload = b[recHeaderSize : recHeaderSize+int(length)]
+	payload = b[recHeaderSize : recHeaderSize+length]
 	crc := crc32.Update(salt, crc32c, hdr[8:16])
 	crc = crc32.Update(crc, crc32c, payload)
 	if want := binary.LittleEndian.Uint32(hdr[4:8]); crc != want {
 		return 0, nil, 0, fmt.Errorf("%w: crc32c %08x, header says %08x", errRecordBad, crc, want)
 	}
-	if !allZero(b[recHeaderSize+int(length) : total]) {
+	if !allZero(b[recHeaderSize+length : total]) {
 		return 0, nil, 0, fmt.Errorf("%w: non-zero padding", errRecordBad)
 	}
 	return typ, payload, total, nil
+}
+
+// plausibleHeader returns the payload length the record header hdr
+// claims, and whether the header could be a record's: a known type,
+// reserved bytes zero, a length within maxRecordSize. The checksum is not
+// checked.
+func plausibleHeader(hdr []byte) (length int, ok bool) {
+	n := binary.LittleEndian.Uint32(hdr[0:4])
+	if hdr[8] != recBatch || !allZero(hdr[9:16]) || n > maxRecordSize {
+		return 0, false
+	}
+	return int(n), true
 }
 
 func allZero(b []byte) bool {

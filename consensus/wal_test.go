@@ -304,13 +304,21 @@ func TestWALCorruption(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
 		}, true, 0},
-		{"zeros appended to a closed segment (preallocated)", func(t *testing.T, segs []string) {
+		{"zeros appended to a closed segment", func(t *testing.T, segs []string) {
+			// Never preallocated, synced whole before the next segment
+			// was created: the zeros stand for lost writes.
 			f, err := os.OpenFile(segs[1], os.O_APPEND|os.O_WRONLY, 0)
 			require.NoError(t, err)
 			_, err = f.Write(make([]byte, 64))
 			require.NoError(t, err)
 			require.NoError(t, f.Close())
-		}, false, 18},
+		}, true, 0},
+		{"the last record of a closed segment zeroed", func(t *testing.T, segs []string) {
+			b, err := os.ReadFile(segs[1])
+			require.NoError(t, err)
+			clear(b[offs[1][1]:])
+			require.NoError(t, os.WriteFile(segs[1], b, 0o600))
+		}, true, 0},
 		{"garbage appended to the last segment: a torn tail", func(t *testing.T, segs []string) {
 			f, err := os.OpenFile(segs[3], os.O_APPEND|os.O_WRONLY, 0)
 			require.NoError(t, err)
@@ -487,6 +495,19 @@ func TestDiskStoreCrashBetweenSteps(t *testing.T) {
 			snap:  40, entries: [][2]uint64{}, commit: 5, term: 1,
 		},
 		{
+			// The snapshot is at the log's last index with another term:
+			// the log holds nothing above it but still disagrees with it,
+			// so the restart must write the reset the crash lost.
+			name: "leader snapshot at the log end, crash after bbolt", at: "after-bbolt",
+			write: &WriteBatch{Snapshot: snapMeta(30, 3), DropAllEntries: true, HardState: hardState(3, 30), Entries: ents(31, 32, 3)},
+			snap:  30, entries: [][2]uint64{}, commit: 5, term: 1,
+		},
+		{
+			name: "leader snapshot at the log end, crash after wal", at: "after-wal",
+			write: &WriteBatch{Snapshot: snapMeta(30, 3), DropAllEntries: true, HardState: hardState(3, 30)},
+			snap:  30, entries: [][2]uint64{}, commit: 30, term: 3,
+		},
+		{
 			name: "local snapshot, crash after bbolt", at: "after-bbolt",
 			write: &WriteBatch{Snapshot: snapMeta(15, 1), CompactBelow: 12},
 			snap:  15, entries: span(16, 30, 1), commit: 5, term: 1,
@@ -577,33 +598,53 @@ func requireUpgraded(t *testing.T, db *bolt.DB) {
 
 func TestDiskStoreUpgrade(t *testing.T) {
 	errCrash := errors.New("crash")
+	crashAfterWAL := func(t *testing.T, dir string) {
+		_, err := openDiskStoreHook(dir, func(p string) error {
+			if p == "upgrade-wal-written" {
+				return errCrash
+			}
+			return nil
+		})
+		require.ErrorIs(t, err, errCrash)
+		require.DirExists(t, filepath.Join(dir, walDirName))
+	}
 	for _, tc := range []struct {
-		name  string
-		crash func(t *testing.T, dir string) // interrupts the first open
+		name string
+		// crash interrupts the first open; it returns the state the
+		// upgraded store must load.
+		crash func(t *testing.T, dir string, want LoadedState) LoadedState
 	}{
 		{"clean", nil},
-		{"crash after the wal is written", func(t *testing.T, dir string) {
-			_, err := openDiskStoreHook(dir, func(p string) error {
-				if p == "upgrade-wal-written" {
-					return errCrash
-				}
-				return nil
-			})
-			require.ErrorIs(t, err, errCrash)
-			require.DirExists(t, filepath.Join(dir, walDirName))
+		{"crash after the wal is written", func(t *testing.T, dir string, want LoadedState) LoadedState {
+			crashAfterWAL(t, dir)
+			return want
 		}},
-		{"crash before the wal dir is renamed", func(t *testing.T, dir string) {
+		{"crash before the wal dir is renamed", func(t *testing.T, dir string, want LoadedState) LoadedState {
 			// What initWALDir leaves when it is interrupted.
 			tmp := filepath.Join(dir, walDirName+tmpSuffix)
 			require.NoError(t, os.MkdirAll(tmp, 0o700))
 			require.NoError(t, os.WriteFile(filepath.Join(tmp, walSegName(0)), []byte("ZKRWAL01 partial"), 0o600))
+			return want
+		}},
+		{"crash after the wal is written, then the old binary runs on", func(t *testing.T, dir string, _ LoadedState) LoadedState {
+			// A rollback: the old binary ignores wal/ and acknowledges
+			// more entries and a new vote in raft.db; the stale WAL must
+			// not be adopted by the next upgrade.
+			crashAfterWAL(t, dir)
+			old, err := openLegacyStore(dir)
+			require.NoError(t, err)
+			require.NoError(t, old.Write(&WriteBatch{HardState: hardState(3, 45), Entries: ents(41, 50, 3)}))
+			want, err := old.Load()
+			require.NoError(t, err)
+			require.NoError(t, old.Close())
+			return want
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			want := writeLegacyDir(t, dir)
 			if tc.crash != nil {
-				tc.crash(t, dir)
+				want = tc.crash(t, dir, want)
 			}
 			s, got := reload(t, nil, dir)
 			requireSameState(t, want, got)
@@ -613,9 +654,11 @@ func TestDiskStoreUpgrade(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "snap", string(data))
 			// It goes on, and reopens the same.
-			mustWrite(t, s, &WriteBatch{HardState: hardState(2, 40), Entries: ents(41, 41, 2)})
+			last := want.Entries[len(want.Entries)-1]
+			next := ents(last.GetIndex()+1, last.GetIndex()+1, want.HardState.GetTerm())
+			mustWrite(t, s, &WriteBatch{HardState: hardState(want.HardState.GetTerm(), last.GetIndex()), Entries: next})
 			s, got = reload(t, s, dir)
-			require.Equal(t, cat(span(11, 27, 1), span(28, 41, 2)), positions(got.Entries))
+			require.Equal(t, positions(append(slices.Clone(want.Entries), next...)), positions(got.Entries))
 			require.NoError(t, s.Close())
 		})
 	}
@@ -636,6 +679,67 @@ func TestDiskStoreUpgrade(t *testing.T) {
 		_, err := openDiskStore(dir)
 		require.Error(t, err)
 	})
+}
+
+// TestDiskStoreNewDBBesideWAL opens a data dir whose raft.db is new (no
+// schema version) beside an existing wal/: a WAL holding nothing (an
+// interrupted first open) is rebuilt, one holding a log is refused and
+// left as it is.
+func TestDiskStoreNewDBBesideWAL(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fill    func(t *testing.T, walDir string)
+		wantErr bool
+	}{
+		{"empty wal dir", func(t *testing.T, walDir string) {
+			require.NoError(t, os.Mkdir(walDir, 0o700))
+		}, false},
+		{"wal with one empty segment", func(t *testing.T, walDir string) {
+			require.NoError(t, initWALDir(walDir, walPos{}, nil))
+		}, false},
+		{"wal holding a log", func(t *testing.T, walDir string) {
+			require.NoError(t, initWALDir(walDir, walPos{}, &walBatch{hardState: hardState(2, 3), entries: ents(1, 5, 2)}))
+		}, true},
+		{"wal holding only a hard state", func(t *testing.T, walDir string) {
+			require.NoError(t, initWALDir(walDir, walPos{}, &walBatch{hardState: hardState(2, 0)}))
+		}, true},
+		{"unreadable wal", func(t *testing.T, walDir string) {
+			require.NoError(t, os.Mkdir(walDir, 0o700))
+			require.NoError(t, os.WriteFile(filepath.Join(walDir, walSegName(0)), []byte("garbage"), 0o600))
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			walDir := filepath.Join(dir, walDirName)
+			tc.fill(t, walDir)
+			before := dirContents(t, walDir)
+			s, err := openDiskStore(dir)
+			if tc.wantErr {
+				require.Error(t, err)
+				require.Equal(t, before, dirContents(t, walDir), "the wal was changed")
+				return
+			}
+			require.NoError(t, err)
+			st, err := s.Load()
+			require.NoError(t, err)
+			require.True(t, st.empty())
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+// dirContents maps each file name in dir to its contents.
+func dirContents(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	des, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	m := map[string]string{}
+	for _, de := range des {
+		b, err := os.ReadFile(filepath.Join(dir, de.Name()))
+		require.NoError(t, err)
+		m[de.Name()] = string(b)
+	}
+	return m
 }
 
 // TestDiskStoreMatchesLegacy writes the same random raft-like batches
@@ -793,33 +897,137 @@ func TestNodeRestartsOnLegacyDataDir(t *testing.T) {
 // A leader's snapshot whose WAL record is torn (the crash came after the
 // new segment was created, during the record's write): the restart loads
 // the snapshot with an empty log, as for a crash before the WAL step, and
-// entries written after it follow the snapshot.
+// entries written after it follow the snapshot. The snapshot is behind the
+// log's end, or at it with another term.
 func TestDiskStoreTornResetRecord(t *testing.T) {
-	setWALSegmentSize(t, 256)
-	dir := t.TempDir()
-	s := openStore(t, dir)
-	for i := uint64(1); i <= 30; i += 3 {
-		mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
-	}
-	segsBefore := walFiles(t, dir)
-	s.crash = func(p string) error {
-		if p == "after-wal" {
-			return errors.New("crash") // before the old segments are deleted
-		}
-		return nil
-	}
-	require.Error(t, s.Write(&WriteBatch{Snapshot: snapMeta(20, 3), DropAllEntries: true, HardState: hardState(3, 20), Entries: ents(21, 22, 3)}))
-	require.NoError(t, s.Close())
-	segs := walFiles(t, dir)
-	require.Len(t, segs, len(segsBefore)+1, "the reset starts a segment")
-	require.NoError(t, os.Truncate(segs[len(segs)-1], walHeaderSize+5))
+	for _, at := range []uint64{20, 30} {
+		t.Run(fmt.Sprintf("snapshot at %d of 30", at), func(t *testing.T) {
+			setWALSegmentSize(t, 256)
+			dir := t.TempDir()
+			s := openStore(t, dir)
+			for i := uint64(1); i <= 30; i += 3 {
+				mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
+			}
+			segsBefore := walFiles(t, dir)
+			s.crash = func(p string) error {
+				if p == "after-wal" {
+					return errors.New("crash") // before the old segments are deleted
+				}
+				return nil
+			}
+			require.Error(t, s.Write(&WriteBatch{Snapshot: snapMeta(at, 3), DropAllEntries: true, HardState: hardState(3, at), Entries: ents(at+1, at+2, 3)}))
+			require.NoError(t, s.Close())
+			segs := walFiles(t, dir)
+			require.Len(t, segs, len(segsBefore)+1, "the reset starts a segment")
+			require.NoError(t, os.Truncate(segs[len(segs)-1], walHeaderSize+5))
 
-	s, st := reload(t, nil, dir)
-	require.Equal(t, uint64(20), st.Snapshot.GetIndex())
-	require.Empty(t, st.Entries)
-	require.Equal(t, uint64(1), st.HardState.GetTerm())
-	mustWrite(t, s, &WriteBatch{HardState: hardState(3, 20), Entries: ents(21, 21, 3)})
-	s, st = reload(t, s, dir)
-	require.Equal(t, span(21, 21, 3), positions(st.Entries))
-	require.NoError(t, s.Close())
+			s, st := reload(t, nil, dir)
+			require.Equal(t, at, st.Snapshot.GetIndex())
+			require.Empty(t, st.Entries)
+			require.Equal(t, uint64(1), st.HardState.GetTerm())
+			mustWrite(t, s, &WriteBatch{HardState: hardState(3, at), Entries: ents(at+1, at+1, 3)})
+			s, st = reload(t, s, dir)
+			require.Equal(t, span(at+1, at+1, 3), positions(st.Entries))
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+// TestDiskStoreKeepsHardState writes a hard state (a vote) and then only
+// entries, enough to fill several segments, and deletes the segment the
+// hard state is in: the vote must survive the restart.
+func TestDiskStoreKeepsHardState(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write *WriteBatch // deletes the segment holding the hard state
+	}{
+		{"local snapshot with compaction", &WriteBatch{Snapshot: snapMeta(20, 5), CompactBelow: 18}},
+		{"leader snapshot without a hard state", &WriteBatch{Snapshot: snapMeta(40, 6), DropAllEntries: true}},
+		{"snapshot beyond the log's end", &WriteBatch{Snapshot: snapMeta(40, 5)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setWALSegmentSize(t, 256)
+			dir := t.TempDir()
+			s := openStore(t, dir)
+			vote := &pb.HardState{Term: new(uint64(5)), Vote: new(uint64(2))}
+			mustWrite(t, s, &WriteBatch{HardState: vote})
+			for i := uint64(1); i <= 30; i += 3 {
+				mustWrite(t, s, &WriteBatch{Entries: ents(i, i+2, 5)})
+			}
+			first := walFiles(t, dir)[0]
+			mustWrite(t, s, tc.write)
+			require.NoFileExists(t, first, "the segment holding the hard state is deleted")
+			s, st := reload(t, s, dir)
+			require.True(t, proto.Equal(vote, st.HardState), "hard state %v, want %v", st.HardState, vote)
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+// TestDiskStoreFinishesResetDeletion crashes a Write recording a leader's
+// snapshot after its reset reached the WAL, before the segments before it
+// were deleted: the restart deletes them.
+func TestDiskStoreFinishesResetDeletion(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		write *WriteBatch
+	}{
+		{"snapshot behind the log's end", &WriteBatch{Snapshot: snapMeta(20, 3), DropAllEntries: true, HardState: hardState(3, 20)}},
+		{"snapshot at the log's end", &WriteBatch{Snapshot: snapMeta(60, 3), DropAllEntries: true, HardState: hardState(3, 60)}},
+		{"snapshot beyond the log's end", &WriteBatch{Snapshot: snapMeta(80, 3), DropAllEntries: true, HardState: hardState(3, 80)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setWALSegmentSize(t, 256)
+			dir := t.TempDir()
+			s := openStore(t, dir)
+			for i := uint64(1); i <= 60; i += 3 {
+				mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
+			}
+			s.crash = func(p string) error {
+				if p == "after-wal" {
+					return errors.New("crash")
+				}
+				return nil
+			}
+			require.Error(t, s.Write(tc.write))
+			segs := walFiles(t, dir)
+			require.Greater(t, len(segs), 1)
+			s, st := reload(t, s, dir)
+			require.Equal(t, segs[len(segs)-1:], walFiles(t, dir), "only the segment holding the reset is left")
+			require.Equal(t, tc.write.Snapshot.GetIndex(), st.Snapshot.GetIndex())
+			require.Empty(t, st.Entries)
+			require.True(t, proto.Equal(tc.write.HardState, st.HardState))
+			require.NoError(t, s.Close())
+		})
+	}
+}
+
+// TestDiskStoreUpgradeChunks upgrades a version-1 log larger than one
+// record may hold (here: the chunk lowered to a few entries' bytes): the
+// WAL holds it in several records, and loads the same.
+func TestDiskStoreUpgradeChunks(t *testing.T) {
+	// writeLegacyDir leaves 30 entries above the snapshot, some 20 bytes each.
+	for _, tc := range []struct {
+		chunk            int
+		minRecs, maxRecs int
+	}{
+		{1, 30, 30},     // one entry per record
+		{100, 3, 10},    // a few entries per record
+		{1 << 20, 1, 1}, // all in one
+	} {
+		t.Run(fmt.Sprint(tc.chunk), func(t *testing.T) {
+			saved := walInitChunk
+			walInitChunk = tc.chunk
+			t.Cleanup(func() { walInitChunk = saved })
+			dir := t.TempDir()
+			want := writeLegacyDir(t, dir)
+			s, got := reload(t, nil, dir)
+			requireSameState(t, want, got)
+			require.NoError(t, s.Close())
+			r, err := replayWAL(filepath.Join(dir, walDirName), false)
+			require.NoError(t, err)
+			require.GreaterOrEqual(t, r.records, tc.minRecs)
+			require.LessOrEqual(t, r.records, tc.maxRecs)
+		})
+	}
 }
