@@ -314,7 +314,7 @@ func TestReadSnapshotAllocations(t *testing.T) {
 				got, err = ReadSnapshot(bytes.NewReader(buf.Bytes()), Options{})
 				require.NoError(t, err)
 			})
-			require.LessOrEqual(t, allocs/nodes, 3.5, "%.0f allocations for %d nodes", allocs, nodes)
+			require.LessOrEqual(t, allocs/nodes, readSnapshotAllocsPerNode, "%.0f allocations for %d nodes", allocs, nodes)
 			a, b := got.nodes["/p/n1"].acl, got.nodes["/p/n2"].acl
 			require.Equal(t, tt.acl, a)
 			require.Same(t, unsafe.StringData(a[0].ID.ID), unsafe.StringData(b[0].ID.ID), "ACL ids interned")
