@@ -21,6 +21,9 @@
 // Workloads:
 //
 //	create          create a persistent node (128-byte value)
+//	create-pipelined  create persistent nodes, 4 sessions with 32 creates in
+//	                flight on each (as the -scale run builds its tree): how
+//	                far batching carries writes
 //	setData         set the client's own node
 //	getData         read the client's own node
 //	mixed 90% read  getData, and setData every 10th operation
@@ -118,6 +121,11 @@ type workload struct {
 	// op runs one operation; stop closes when the run is over (only
 	// operations that wait need it).
 	op func(cl *client, i int, value []byte, stop <-chan struct{}) error
+	// sessions, if set, is how many of the clients run the workload, each
+	// with inflight callers sharing its session, so that inflight requests
+	// are outstanding on each connection at once (go-zookeeper pipelines
+	// concurrent calls on one connection).
+	sessions, inflight int
 }
 
 var acl = zk.WorldACL(zk.PermAll)
@@ -129,15 +137,22 @@ var workloads = []workload{
 			return nil
 		}
 		return err
-	}},
+	}, 0, 0},
+	{"create-pipelined", 0, func(cl *client, i int, v []byte, _ <-chan struct{}) error {
+		_, err := cl.conn.Create(fmt.Sprintf("/bench/p%d-%d", cl.id, i), v, 0, acl)
+		if err == zk.ErrNodeExists {
+			return nil
+		}
+		return err
+	}, 4, 32},
 	{"setData", 1.5, func(cl *client, _ int, v []byte, _ <-chan struct{}) error {
 		_, err := cl.conn.Set(fmt.Sprintf("/bench/s%d", cl.id), v, -1)
 		return err
-	}},
+	}, 0, 0},
 	{"getData", 1.4, func(cl *client, _ int, _ []byte, _ <-chan struct{}) error {
 		_, _, err := cl.conn.Get(fmt.Sprintf("/bench/s%d", cl.id))
 		return err
-	}},
+	}, 0, 0},
 	{"mixed 90% read", 0, func(cl *client, i int, v []byte, _ <-chan struct{}) error {
 		if i%10 == 0 {
 			_, err := cl.conn.Set(fmt.Sprintf("/bench/s%d", cl.id), v, -1)
@@ -145,13 +160,13 @@ var workloads = []workload{
 		}
 		_, _, err := cl.conn.Get(fmt.Sprintf("/bench/s%d", cl.id))
 		return err
-	}},
+	}, 0, 0},
 	{"lock", 1.5, func(cl *client, _ int, _ []byte, stop <-chan struct{}) error {
 		return lockOnce(cl.conn, fmt.Sprintf("/bench/locks/l%d", cl.id), stop)
-	}},
+	}, 0, 0},
 	{"lock hand-offs", 1.5, func(cl *client, _ int, _ []byte, stop <-chan struct{}) error {
 		return lockOnce(cl.conn, "/bench/locks/shared", stop)
-	}},
+	}, 0, 0},
 	{"session", 1.5, func(cl *client, _ int, _ []byte, _ <-chan struct{}) error {
 		c, events, err := zk.Connect([]string{cl.addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}))
 		if err != nil {
@@ -169,7 +184,7 @@ var workloads = []workload{
 				return fmt.Errorf("no session with %s in 20s", cl.addr)
 			}
 		}
-	}},
+	}, 0, 0},
 }
 
 type nopLogger struct{}
@@ -411,6 +426,7 @@ func start(target zktest.Target, members int, profile bool) (*server, error) {
 		jvm = zookeeperJVM
 	}
 	s := &server{target: target}
+	profile = profile && target == zktest.Zkraft // only zkraft serves pprof
 	if members == 1 {
 		srv, err := zktest.Launch(target, dir, zktest.Options{Extra: extra, JVMFlags: jvm})
 		if err != nil {
@@ -539,14 +555,19 @@ func run(s *server, w workload, d time.Duration, value []byte) (result, error) {
 	})
 	defer watchdog.Stop()
 	var wg sync.WaitGroup
-	lat := make([][]time.Duration, len(s.clients))
-	errs := make([]error, len(s.clients))
+	clients, inflight := s.clients, 1
+	if w.sessions > 0 {
+		clients, inflight = clients[:min(w.sessions, len(clients))], w.inflight
+	}
+	lat := make([][]time.Duration, len(clients)*inflight)
+	errs := make([]error, len(lat))
 	stop := make(chan struct{})
 	start := time.Now()
 	end := start.Add(d)
 	timer := time.AfterFunc(d, func() { close(stop) })
 	defer timer.Stop()
-	for ci, cl := range s.clients {
+	for ci := range lat {
+		cl := clients[ci%len(clients)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
