@@ -72,7 +72,19 @@ const maxQueuedSteps = 8192
 type proposal struct {
 	ctx  context.Context
 	fn   func(*Core) error
-	errC chan error // capacity 1
+	errC chan error // capacity 1; nil for ProposeAsync's proposals
+	// done, for ProposeAsync, receives the outcome on the loop goroutine
+	// instead of errC.
+	done func(error)
+}
+
+// finish hands the outcome of p (nil: raft accepted it) to its caller.
+func (n *Node) finish(p *proposal, err error) {
+	if p.done != nil {
+		p.done(n.mapErr(err))
+		return
+	}
+	p.errC <- err
 }
 
 // opQueue hands work to the loop: every op queued while the loop was busy
@@ -314,11 +326,7 @@ func (n *Node) shutdown() {
 // and waits for raft to accept or drop it.
 func (n *Node) propose(ctx context.Context, fn func(*Core) error) error {
 	p := &proposal{ctx: ctx, fn: fn, errC: make(chan error, 1)}
-	n.queuedProposals.Add(1)
-	n.q.push(func(n *Node) {
-		n.queuedProposals.Add(-1)
-		n.stepProposal(p)
-	})
+	n.queue(p)
 	select {
 	case err := <-p.errC:
 		return n.mapErr(err)
@@ -329,10 +337,22 @@ func (n *Node) propose(ctx context.Context, fn func(*Core) error) error {
 	}
 }
 
+// queue hands p to the loop, counted in queuedProposals until it runs.
+func (n *Node) queue(p *proposal) {
+	n.queuedProposals.Add(1)
+	n.q.push(func(n *Node) {
+		n.queuedProposals.Add(-1)
+		n.stepProposal(p)
+	})
+}
+
 // stepProposal runs on the loop: it hands p to raft, or holds it while no
 // leader is known (raft would drop it).
 func (n *Node) stepProposal(p *proposal) {
-	if p.ctx.Err() != nil {
+	if err := p.ctx.Err(); err != nil {
+		if p.done != nil {
+			p.done(err) // a ProposeAsync caller is not waiting for errC
+		}
 		return // the caller gave up
 	}
 	if n.core.Lead() == 0 {
@@ -340,7 +360,7 @@ func (n *Node) stepProposal(p *proposal) {
 		n.held = append(n.held, p)
 		return
 	}
-	p.errC <- p.fn(n.core)
+	n.finish(p, p.fn(n.core))
 }
 
 // retryHeld steps the held proposals once a leader is known.
@@ -398,6 +418,42 @@ func (n *Node) forward(lead uint64, data []byte) bool {
 		return false
 	}
 	return n.core.Forward(data)
+}
+
+// ProposeAsync is Propose without waiting: it queues data for the loop and
+// returns at once, so that one caller can have many proposals queued for
+// the same raft write (Propose waits for the loop, which runs queued
+// proposals only between two Readys, so a caller that proposes, waits and
+// proposes again adds at most one entry to each log write). Proposals are
+// handed to raft in the order of the ProposeAsync calls that queued them
+// (held ones too, while no leader is known; a follower forwards them itself
+// only while none of them waits for the loop, as Propose). done runs once,
+// on the loop goroutine (or, for a proposal forwarded at once, on the
+// caller's before ProposeAsync returns), with nil when raft accepted the
+// proposal or with Propose's errors (ctx.Err() if ctx ended before the loop
+// reached it); it must not block.
+// If the node stops first, done is not called. An error returned by
+// ProposeAsync itself (ErrEmptyProposal, ErrStopped, ErrNoLeader) means done
+// will not be called.
+func (n *Node) ProposeAsync(ctx context.Context, data []byte, done func(error)) error {
+	if len(data) == 0 {
+		return ErrEmptyProposal
+	}
+	select {
+	case <-n.done:
+		return ErrStopped
+	default:
+	}
+	lead := n.core.Lead()
+	if lead == 0 {
+		return ErrNoLeader
+	}
+	if n.forward(lead, data) {
+		done(nil)
+		return nil
+	}
+	n.queue(&proposal{ctx: ctx, fn: func(c *Core) error { return c.Propose(data) }, done: done})
+	return nil
 }
 
 // WaitApplied blocks until this member has applied index, ctx is done, or

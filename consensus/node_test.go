@@ -308,3 +308,74 @@ func TestLoopWritesNextBatchWhileApplying(t *testing.T) {
 	sm.waitCount(t, 2)
 	require.False(t, sm.blocked.Load(), "b was not written while a was applied")
 }
+
+// TestProposeAsyncSharesOneWrite: one caller's ProposeAsync calls do not
+// wait for the loop, so everything it queues while the loop is writing goes
+// to raft together and into the next log write, in call order (Propose
+// would wait for the held write before its second proposal could be queued).
+func TestProposeAsyncSharesOneWrite(t *testing.T) {
+	const n = 8
+	aWriting := make(chan struct{})
+	release := make(chan struct{})
+	var aOnce sync.Once
+	var mu sync.Mutex
+	var batches [][]string // the data of every Write after a's
+	afterA := false
+	testWrapStorage = func(s Storage) Storage {
+		return hookStorage{Storage: s, before: func(w *WriteBatch) {
+			var data []string
+			for _, e := range w.Entries {
+				if d := string(e.GetData()); d == "a" {
+					aOnce.Do(func() { close(aWriting) })
+					<-release
+				} else if d != "" {
+					data = append(data, d)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if afterA && len(data) > 0 {
+				batches = append(batches, data)
+			}
+			afterA = afterA || len(w.Entries) > 0 && string(w.Entries[0].GetData()) == "a"
+		}}
+	}
+	t.Cleanup(func() { testWrapStorage = nil })
+	sm := newLogSM()
+	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = node.Stop() })
+	ctx := testCtx(t)
+	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
+
+	errc := make(chan error, n+1)
+	go func() { errc <- node.Propose(ctx, []byte("a")) }()
+	<-aWriting
+	queued := make(chan struct{})
+	go func() { // one caller, proposing back to back while a's write is held
+		defer close(queued)
+		for i := range n {
+			if err := node.ProposeAsync(ctx, []byte("b"+string(rune('0'+i))), func(err error) { errc <- err }); err != nil {
+				errc <- err
+			}
+		}
+	}()
+	select {
+	case <-queued:
+	case <-time.After(testTimeout):
+		close(release)
+		t.Fatal("ProposeAsync waited for the loop's write")
+	}
+	close(release)
+	for range n + 1 {
+		require.NoError(t, <-errc)
+	}
+	sm.waitCount(t, n+1)
+	mu.Lock()
+	defer mu.Unlock()
+	want := make([]string, n)
+	for i := range want {
+		want[i] = "b" + string(rune('0'+i))
+	}
+	require.Equal(t, [][]string{want}, batches, "the queued proposals, in order, in the write after a's")
+}

@@ -177,9 +177,21 @@ func (c *conn) proposeItem(it *item, e *entry) bool {
 	if !c.enqueue(it) {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(c.srv.stopCtx, writeTimeout)
-	defer cancel()
-	if err := c.srv.propose(ctx, e, c.onApplied(it)); err != nil {
+	// Not waiting for raft to take the entry: the next write of this
+	// connection is queued behind it for the same log write. Raft takes
+	// them in this order; one that is not proposed fails its item (the
+	// writer closes the connection on reaching it) and, its sequence
+	// number missing, every later write of the connection is refused at
+	// apply (errOutOfOrder).
+	ctx, cancel := context.WithDeadline(c.srv.stopCtx, it.deadline)
+	applied := c.onApplied(it)
+	if err := c.srv.proposeAsync(ctx, e, func(r applyResult) { cancel(); applied(r) }, func(err error) {
+		cancel()
+		c.log.Warn().Err(err).Msg("write not proposed, closing connection")
+		it.err = err
+		close(it.ready)
+	}); err != nil {
+		cancel()
 		c.log.Warn().Err(err).Msg("write not proposed, closing connection")
 		it.err = err
 		close(it.ready)

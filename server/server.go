@@ -328,6 +328,38 @@ func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResu
 	return nil
 }
 
+// proposeAsync is propose without waiting for raft to accept the entry
+// (consensus.Node.ProposeAsync): a connection's writes are queued for the
+// raft loop back to back, so that they share log writes. onFailed runs, on
+// the raft loop, if the entry was not proposed and its waiter was still
+// registered (then onApplied never runs); it must not block. The error
+// returned at once is propose's, and then neither callback runs.
+func (s *Server) proposeAsync(ctx context.Context, e *entry, onApplied func(applyResult), onFailed func(error)) error {
+	e.Proposer = s.cfg.ServerID
+	if e.ReqID == 0 {
+		e.ReqID = s.newReqID()
+	}
+	if e.Time == 0 {
+		e.Time = time.Now().UnixMilli()
+	}
+	s.waitMu.Lock()
+	s.waiters[e.ReqID] = onApplied
+	s.waitMu.Unlock()
+	reqID := e.ReqID
+	err := s.node.ProposeAsync(ctx, e.data(), func(err error) {
+		if err != nil && s.cancelWait(reqID) {
+			onFailed(fmt.Errorf("propose: %w", err))
+		}
+	})
+	if err != nil {
+		if !s.cancelWait(reqID) {
+			return nil // a leader change already handed the waiter its failure
+		}
+		return fmt.Errorf("propose: %w", err)
+	}
+	return nil
+}
+
 // failPendingProposals ends every proposal still waiting for its entry when
 // the leader changes: raft drops proposals forwarded to a leader that died,
 // without telling anyone. Each waiter gets ConnectionLoss, which closes its
