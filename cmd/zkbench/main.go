@@ -39,7 +39,8 @@
 // With -svg, a bar chart of the ratios (zkraft / ZooKeeper) with the targets
 // of issue 11 is written to that file. With -pprof DIR, zkraft runs with
 // zkraft.pprof=true and, during its first measured round of each workload,
-// a CPU profile and the allocations (heap profiles before and after, for
+// a CPU profile, an execution trace of its first second (go tool trace) and
+// the allocations (heap profiles before and after, for
 // `go tool pprof -sample_index=alloc_space -diff_base before after`) of the
 // server (the leader in an ensemble) are written to DIR.
 //
@@ -601,7 +602,7 @@ func run(s *server, w workload, d time.Duration, value []byte) (result, error) {
 // after it.
 type profiler struct {
 	addr, prefix string
-	done         chan struct{}
+	done, traced chan struct{}
 }
 
 func startProfile(addr, dir, name string, d time.Duration) *profiler {
@@ -612,11 +613,17 @@ func startProfile(addr, dir, name string, d time.Duration) *profiler {
 		secs := max(1, int(d/time.Second))
 		fetch(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", addr, secs), p.prefix+"-cpu.pprof")
 	}()
+	p.traced = make(chan struct{})
+	go func() { // an execution trace of the run's first second, alongside
+		defer close(p.traced)
+		fetch(addr+"/debug/pprof/trace?seconds=1", p.prefix+"-trace.out")
+	}()
 	return p
 }
 
 func (p *profiler) finish() {
 	<-p.done
+	<-p.traced
 	fetch(p.addr+"/debug/pprof/heap", p.prefix+"-heap-after.pprof")
 }
 
