@@ -113,6 +113,12 @@ type Core struct {
 	inbox        Inbox           // CoreOptions.Inbox
 	inboxBuf     []*pb.Message   // reused by stepInbox
 	toldCommit   uint64          // highest commit index tellCommit sent
+	// raftApplying is the last index raft handed out to apply (the last of
+	// a Ready's CommittedEntries, or the snapshot index recovered or
+	// restored). raft reads the entries after it from MemoryStorage in a
+	// later Ready, so nothing at or above raftApplying+1 may be compacted,
+	// even when applyMirrored raised the applied index past it.
+	raftApplying uint64
 	observers    map[uint64]bool // learners by id: true for an observer (observers.go)
 }
 
@@ -257,6 +263,7 @@ func (c *Core) recover() (LoadedState, error) {
 		cs = pb.EnsureConfState(md.GetConfState())
 		c.snapIndex.Store(md.GetIndex())
 		c.applied.advance(md.GetIndex())
+		c.raftApplying = md.GetIndex()
 	}
 	c.setConfState(cs)
 	c.publishConf()
@@ -488,6 +495,7 @@ func (c *Core) restoreSnapshot(s *pb.Snapshot) error {
 	c.setConfState(pb.EnsureConfState(proto.Clone(md.GetConfState()).(*pb.ConfState)))
 	c.snapIndex.Store(md.GetIndex())
 	c.applied.advance(md.GetIndex())
+	c.raftApplying = max(c.raftApplying, md.GetIndex())
 	c.lg.Info().Uint64("index", md.GetIndex()).Uint64("term", md.GetTerm()).Msg("restored snapshot from leader")
 	return nil
 }

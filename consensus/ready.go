@@ -171,6 +171,9 @@ func (c *Core) BeginReady() (*ReadyWrite, error) {
 		c.isLeader.Store(rd.SoftState.RaftState == raft.StateLeader)
 		c.raftState.Store(uint64(rd.SoftState.RaftState))
 	}
+	if n := len(rd.CommittedEntries); n > 0 {
+		c.raftApplying = max(c.raftApplying, rd.CommittedEntries[n-1].GetIndex())
+	}
 	w := &ReadyWrite{rd: rd, store: c.store, transport: c.transport, hasSnap: !raft.IsEmptySnap(rd.Snapshot)}
 
 	// Known wrong (mutation ack-before-durable): the messages, among them
