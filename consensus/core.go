@@ -113,7 +113,19 @@ type Core struct {
 	inbox        Inbox           // CoreOptions.Inbox
 	inboxBuf     []*pb.Message   // reused by stepInbox
 	toldCommit   uint64          // highest commit index tellCommit sent
-	observers    map[uint64]bool // learners by id: true for an observer (observers.go)
+	// raftApplying is the last index raft handed out to apply (the last of
+	// a Ready's CommittedEntries, or the snapshot index recovered or
+	// restored). raft reads the entries after it from MemoryStorage in a
+	// later Ready, so nothing at or above raftApplying+1 may be compacted,
+	// even when applyMirrored raised the applied index past it.
+	raftApplying uint64
+	// propsStepped counts the proposals raft accepted (Propose); propsSent
+	// is its value when the last BeginReady sent raft's messages, so every
+	// MsgProp raft forwarded for them has left once they are equal.
+	// Written on the core's goroutine, read by Forward from any.
+	propsStepped, propsSent atomic.Uint64
+
+	observers map[uint64]bool // learners by id: true for an observer (observers.go)
 }
 
 // CoreOptions are the seams a Core's owner injects.
@@ -257,6 +269,7 @@ func (c *Core) recover() (LoadedState, error) {
 		cs = pb.EnsureConfState(md.GetConfState())
 		c.snapIndex.Store(md.GetIndex())
 		c.applied.advance(md.GetIndex())
+		c.raftApplying = md.GetIndex()
 	}
 	c.setConfState(cs)
 	c.publishConf()
@@ -347,7 +360,15 @@ func (c *Core) Step(m *pb.Message) error {
 
 // Propose hands data to raft (raft.ErrProposalDropped when no leader is
 // known or the leader sheds load).
-func (c *Core) Propose(data []byte) error { return c.rn.Propose(data) }
+func (c *Core) Propose(data []byte) error {
+	if err := c.rn.Propose(data); err != nil {
+		return err
+	}
+	// A follower's raft forwards it as a MsgProp in the next Ready: Forward
+	// must not overtake it until BeginReady sent it (propsSent).
+	c.propsStepped.Add(1)
+	return nil
+}
 
 // ReadIndex asks raft for a read index; the answer carries rctx and reaches
 // CoreOptions.OnReadStates. Raft drops it silently without a leader.
@@ -368,18 +389,20 @@ func (c *Core) ReportSnapshot(id uint64, failed bool) {
 // HasReady reports whether HandleReady has work.
 func (c *Core) HasReady() bool { return c.rn.HasReady() }
 
-// sendAppends sends the leader's appends and heartbeats at once, before the
-// Ready is persisted, so that the followers write in parallel with the
-// leader (raft thesis 10.2.1, as etcd does), and returns the other messages,
-// which wait for persist. Safe: they vouch for nothing about this member's
-// disk, and raft counts the leader's own copy of the entries towards the
-// commit only when Advance steps its self-acknowledgement, after persist.
-// Acknowledgements (MsgAppResp) and votes vouch for this member's durable
-// state and stay behind.
+// sendAppends sends the leader's appends and heartbeats, and the proposals
+// a follower's raft forwards, at once, before the Ready is persisted, so
+// that the followers write in parallel with the leader (raft thesis 10.2.1,
+// as etcd does), and returns the other messages, which wait for persist.
+// Safe: they vouch for nothing about this member's disk, and raft counts
+// the leader's own copy of the entries towards the commit only when Advance
+// steps its self-acknowledgement, after persist. Acknowledgements
+// (MsgAppResp) and votes vouch for this member's durable state and stay
+// behind. Sending forwarded proposals now also keeps them ahead of those
+// Forward sends directly afterwards (propsSent).
 func (c *Core) sendAppends(msgs []*pb.Message) []*pb.Message {
 	rest := msgs[:0]
 	for _, m := range msgs {
-		if t := m.GetType(); t == pb.MsgApp || t == pb.MsgHeartbeat {
+		if t := m.GetType(); t == pb.MsgApp || t == pb.MsgHeartbeat || t == pb.MsgProp {
 			c.sendBuf = append(c.sendBuf, m)
 		} else {
 			rest = append(rest, m)
@@ -488,6 +511,7 @@ func (c *Core) restoreSnapshot(s *pb.Snapshot) error {
 	c.setConfState(pb.EnsureConfState(proto.Clone(md.GetConfState()).(*pb.ConfState)))
 	c.snapIndex.Store(md.GetIndex())
 	c.applied.advance(md.GetIndex())
+	c.raftApplying = max(c.raftApplying, md.GetIndex())
 	c.lg.Info().Uint64("index", md.GetIndex()).Uint64("term", md.GetTerm()).Msg("restored snapshot from leader")
 	return nil
 }

@@ -389,3 +389,58 @@ func TestFollowerAppliesCommitDuringWrite(t *testing.T) {
 	require.Equal(t, []string{"a"}, during, "a applied while b was written")
 	require.Equal(t, []string{"a"}, sm.applied(), "b is not committed")
 }
+
+// TestSnapshotAfterMirroredApplyKeepsRaftEntries: a follower told commit 7
+// while it writes entry 8 applies 4..7 from the mirror (applyMirrored), ahead
+// of raft, which has handed out only up to 3. A local snapshot decided then
+// is taken at 7, but must not compact MemoryStorage past 3+1: raft reads
+// 4..7 from it in its next Ready, and panics ("requested index is
+// unavailable due to compaction") if they are gone.
+func TestSnapshotAfterMirroredApplyKeepsRaftEntries(t *testing.T) {
+	st := newMemStorage()
+	sm := &recordSM{}
+	inbox := newTestInbox()
+	peers := []Peer{{ID: 1}, {ID: 2}, {ID: 3}}
+	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: &sentTransport{}, Logger: zerolog.Nop(),
+		SnapshotEvery: 2, KeepEntries: 1}, sm,
+		CoreOptions{Storage: st, ParallelApply: true, Inbox: inbox})
+	require.NoError(t, err)
+	handle := func() {
+		for c.HasReady() {
+			require.NoError(t, c.HandleReady())
+			if j := c.SnapshotJob(); j != nil {
+				require.NoError(t, c.SnapshotDone(j.Run()))
+			}
+		}
+	}
+	handle()
+	app := func(index, logTerm, commit uint64, ents ...*pb.Entry) *pb.Message {
+		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
+			Term: new(uint64(2)), Index: new(index), LogTerm: new(logTerm), Commit: new(commit), Entries: ents}
+	}
+	ent := func(i uint64, d string) *pb.Entry {
+		return &pb.Entry{Index: new(i), Term: new(uint64(2)), Type: pb.EntryNormal.Enum(), Data: []byte(d)}
+	}
+	// Entries 4..7 durable, commit 3 (the initial conf entries).
+	require.NoError(t, c.Step(app(3, 1, 3, ent(4, "a"), ent(5, "b"), ent(6, "c"), ent(7, "d"))))
+	handle()
+	require.Equal(t, uint64(3), c.AppliedIndex())
+	// While entry 8 is written, the leader tells commit 7.
+	st.onWrite = func(w *WriteBatch) {
+		if len(w.Entries) > 0 && string(w.Entries[0].GetData()) == "e" {
+			inbox.deliver(t, app(7, 2, 7))
+		}
+	}
+	require.NoError(t, c.Step(app(7, 2, 3, ent(8, "e"))))
+	require.NoError(t, c.HandleReady())
+	require.Equal(t, uint64(7), c.AppliedIndex(), "4..7 applied from the mirror during the write")
+	j := c.SnapshotJob()
+	require.NotNil(t, j, "a snapshot is due at the applied index")
+	require.Equal(t, uint64(7), j.Index())
+	require.NoError(t, c.SnapshotDone(j.Run()))
+	first, err := c.mem.FirstIndex()
+	require.NoError(t, err)
+	require.LessOrEqual(t, first, uint64(4), "raft has not handed out 4..7 yet")
+	handle() // raft hands out 4..7 (skipped: applied) and the rest
+	require.Equal(t, []string{"a", "b", "c", "d"}, sm.applied())
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -78,4 +79,70 @@ func TestFollowerForwardsWhileWriting(t *testing.T) {
 	require.Len(t, got.GetEntries(), 1)
 	require.Equal(t, "x", string(got.GetEntries()[0].GetData()))
 	require.NoError(t, <-errc)
+}
+
+// TestForwardKeepsOrderBehindRaftForwarded: a proposal the loop hands to a
+// follower's raft ("a") is forwarded by raft in the next Ready; one the same
+// caller forwards directly afterwards ("b") must not reach the leader
+// first (the server refuses a session's reordered writes). Either Forward
+// refuses until raft's MsgProp left, or raft's MsgProp leaves at the start
+// of the Ready, before its write, during which Forward may send.
+func TestForwardKeepsOrderBehindRaftForwarded(t *testing.T) {
+	tests := []struct {
+		name        string
+		duringWrite bool // b forwarded during the Ready's write, else before the Ready
+		forwarded   bool // Forward("b") sends it itself
+		want        []string
+	}{
+		{name: "before the Ready", duringWrite: false, forwarded: false, want: []string{"a"}},
+		{name: "during the write", duringWrite: true, forwarded: true, want: []string{"a", "b"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := newMemStorage()
+			tr := &sentTransport{}
+			c, err := NewCore(Config{ID: 2, Peers: []Peer{{ID: 1}, {ID: 2}, {ID: 3}}, Transport: tr, Logger: zerolog.Nop()},
+				&recordSM{}, CoreOptions{Storage: st, ParallelApply: true, Inbox: newTestInbox()})
+			require.NoError(t, err)
+			for c.HasReady() {
+				require.NoError(t, c.HandleReady())
+			}
+			require.NoError(t, c.Step(&pb.Message{Type: pb.MsgHeartbeat.Enum(), From: new(uint64(1)), To: new(uint64(2)),
+				Term: new(uint64(2)), Commit: new(uint64(3))}))
+			for c.HasReady() {
+				require.NoError(t, c.HandleReady())
+			}
+			require.Equal(t, uint64(1), c.Lead())
+			require.True(t, c.Forward([]byte("x")), "nothing waits: Forward sends")
+			tr.take()
+			// The loop steps "a" (Node.propose: queued behind another
+			// proposal) and a MsgApp from the leader; the next Ready writes
+			// the entry.
+			require.NoError(t, c.Propose([]byte("a")))
+			require.NoError(t, c.Step(&pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
+				Term: new(uint64(2)), Index: new(uint64(3)), LogTerm: new(uint64(1)), Commit: new(uint64(3)),
+				Entries: []*pb.Entry{{Index: new(uint64(4)), Term: new(uint64(2)), Type: pb.EntryNormal.Enum(), Data: []byte("w")}}}))
+			// Propose("a") returned; the caller's next write:
+			var sent bool
+			if tt.duringWrite {
+				st.onWrite = func(w *WriteBatch) {
+					if len(w.Entries) > 0 {
+						sent = c.Forward([]byte("b"))
+					}
+				}
+			} else {
+				sent = c.Forward([]byte("b"))
+			}
+			require.NoError(t, c.HandleReady())
+			require.Equal(t, tt.forwarded, sent, "Forward(b)")
+			var order []string
+			for _, m := range tr.take() {
+				if m.GetType() == pb.MsgProp {
+					order = append(order, string(m.GetEntries()[0].GetData()))
+				}
+			}
+			require.Equal(t, tt.want, order, "proposals in the order the leader receives them")
+			require.True(t, c.Forward([]byte("c")), "raft's MsgProp left: Forward sends again")
+		})
+	}
 }

@@ -408,8 +408,9 @@ func (n *Node) Propose(ctx context.Context, data []byte) error {
 // Transport as the MsgProp raft would forward, from the caller's goroutine
 // (Core.Forward decides: raft's copy would leave only with the next Ready,
 // after the write running meanwhile). It reports false where raft must
-// decide: on a leader, on a single member, and while proposals wait for a
-// leader (held) or for the loop. Proposals of one caller keep their order (one connection to the
+// decide: on a leader, on a single member, while proposals wait for a
+// leader (held) or for the loop, and while raft has not sent the ones it
+// accepted and forwards (Core.Forward). Proposals of one caller keep their order (one connection to the
 // leader, sent in call order); across a leader change they may be lost or
 // overtaken, as raft's forwarded ones may be (the server's per-connection
 // order check refuses an overtaking write).

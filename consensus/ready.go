@@ -165,11 +165,17 @@ func (c *Core) stepInbox(w *ReadyWrite, written <-chan struct{}) error {
 // (ReadyWrite). The hard state it carries counts as written from here on
 // for writeWithHardState's purpose only once FinishReady ran.
 func (c *Core) BeginReady() (*ReadyWrite, error) {
+	// Every proposal raft accepted so far is in rd.Messages if raft
+	// forwards it (the core's goroutine steps no other meanwhile).
+	stepped := c.propsStepped.Load()
 	rd := c.rn.Ready()
 	if rd.SoftState != nil {
 		c.lead.Store(rd.SoftState.Lead)
 		c.isLeader.Store(rd.SoftState.RaftState == raft.StateLeader)
 		c.raftState.Store(uint64(rd.SoftState.RaftState))
+	}
+	if n := len(rd.CommittedEntries); n > 0 {
+		c.raftApplying = max(c.raftApplying, rd.CommittedEntries[n-1].GetIndex())
 	}
 	w := &ReadyWrite{rd: rd, store: c.store, transport: c.transport, hasSnap: !raft.IsEmptySnap(rd.Snapshot)}
 
@@ -182,6 +188,7 @@ func (c *Core) BeginReady() (*ReadyWrite, error) {
 		w.msgs = c.sendAppends(rd.Messages)
 		w.sendOnWrite = !w.hasSnap
 	}
+	c.propsSent.Store(stepped)
 	if w.hasSnap {
 		// Ordered against a SnapshotJob recording a local snapshot; held
 		// until FinishReady restored it.
@@ -385,10 +392,13 @@ func (c *Core) FinishReady(w *ReadyWrite, writeErr error) error {
 // raft must decide: on a leader, on a single member, with no leader known.
 // Safe from any goroutine (it reads published values; the Transport is
 // safe for concurrent use). The caller keeps the order of its proposals:
-// it must not forward while earlier proposals wait for the Core.
+// it must not forward while earlier proposals wait for the Core. Forward
+// itself refuses while a proposal raft accepted may still wait in raft for
+// the next Ready to be sent (propsSent): this one would overtake it.
 func (c *Core) Forward(data []byte) bool {
 	lead := c.lead.Load()
-	if c.transport == nil || lead == 0 || lead == c.cfg.ID || c.isLeader.Load() {
+	if c.transport == nil || lead == 0 || lead == c.cfg.ID || c.isLeader.Load() ||
+		c.propsSent.Load() != c.propsStepped.Load() {
 		return false
 	}
 	c.transport.Send([]*pb.Message{{Type: pb.MsgProp.Enum(), From: new(c.cfg.ID), To: new(lead),

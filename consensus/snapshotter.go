@@ -55,13 +55,18 @@ type SnapshotJob struct {
 	index, term uint64
 	confState   *pb.ConfState
 	serialize   func() ([]byte, error)
+	// compactMax caps CompactBelow: the Core's raftApplying when the job
+	// was decided. index may be above it (applyMirrored applies ahead of
+	// raft), and raft still reads the entries after raftApplying.
+	compactMax uint64
 }
 
 // Index is the raft index the snapshot is taken at.
 func (j *SnapshotJob) Index() uint64 { return j.index }
 
 // Run serializes the frozen state, saves the payload durably, then records
-// its metadata and compacts the log below index-KeepEntries in one
+// its metadata and compacts the log below min(index-KeepEntries, the
+// index raft was applying when the job was decided) in one
 // Storage.Write, installs it in raft's MemoryStorage and prunes old
 // payloads. A snapshot from the leader recorded meanwhile wins.
 func (j *SnapshotJob) Run() error {
@@ -84,6 +89,7 @@ func (j *SnapshotJob) Run() error {
 	if j.index > c.cfg.KeepEntries {
 		compactBelow = j.index - c.cfg.KeepEntries
 	}
+	compactBelow = min(compactBelow, j.compactMax)
 	w := WriteBatch{
 		Snapshot:     &pb.SnapshotMetadata{Index: new(j.index), Term: new(j.term), ConfState: j.confState},
 		CompactBelow: compactBelow,
@@ -179,7 +185,7 @@ func (c *Core) maybeSnapshot() error {
 	}
 	c.snapNow = false
 	c.snapInflight = true
-	c.job = &SnapshotJob{c: c, index: applied, term: term, confState: c.confState.Load(), serialize: serialize}
+	c.job = &SnapshotJob{c: c, index: applied, term: term, confState: c.confState.Load(), serialize: serialize, compactMax: c.raftApplying}
 	return nil
 }
 

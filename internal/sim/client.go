@@ -165,7 +165,7 @@ func (c *client) post(r *request) {
 	c.lastSent = c.w.now
 	m := c.w.members[c.member]
 	c.w.after(c.fifo(&c.upAt), func() {
-		m.deliver(func() { m.handle(c, r) })
+		m.deliver(func() { m.handle(c, r) }, nil)
 	})
 }
 

@@ -33,7 +33,7 @@ type member struct {
 	removed     bool // removed from the ensemble: stopped for good
 	outside     bool // added by a reconfig whose entry no member applied yet
 	incarnation int
-	backlog     []func() // what arrived while paused
+	backlog     []arrival // what arrived while paused
 
 	disk      *disk
 	confState *pb.ConfState // as of the last Ready handled
@@ -160,8 +160,8 @@ func (m *member) restart() {
 		TickInterval:   raftTick,
 		ElectionTicks:  electionTicks,
 		HeartbeatTicks: 1,
-		SnapshotEvery:  compactEvery,
-		KeepEntries:    keepEntries,
+		SnapshotEvery:  m.w.snapEvery,
+		KeepEntries:    m.w.keepEntries,
 		Transport:      simTransport{m},
 		Logger:         zerolog.Nop(),
 		OnLeaderChange: m.leaderChange,
@@ -289,7 +289,11 @@ func (m *member) crash() {
 		m.disk.crashDuring(m.writing.Batch())
 		m.writing, m.idle = nil, nil
 	}
+	dropped := m.backlog
 	m.up, m.paused, m.core, m.backlog = false, false, nil, nil
+	for _, a := range dropped {
+		a.drop()
+	}
 	for _, c := range m.sortedConns() {
 		c.client.connLost(c.id)
 	}
@@ -308,19 +312,33 @@ func (m *member) resume() {
 	m.paused = false
 	b := m.backlog
 	m.backlog = nil
-	for _, fn := range b {
-		if m.up && !m.paused {
-			fn()
-		}
+	for _, a := range b {
+		m.deliver(a.fn, a.lost) // paused or crashed again meanwhile: kept or dropped
 	}
 }
 
-// deliver runs fn (a message's handling) now, later if paused, never if down.
-func (m *member) deliver(fn func()) {
+// arrival is a message that reached a paused member: fn handles it; lost,
+// if set, is told when it is dropped instead.
+type arrival struct {
+	fn, lost func()
+}
+
+func (a arrival) drop() {
+	if a.lost != nil {
+		a.lost()
+	}
+}
+
+// deliver runs fn (a message's handling) now, later if paused, never if
+// down: then lost (if set) is called instead, now or when the member
+// crashes while paused.
+func (m *member) deliver(fn, lost func()) {
+	a := arrival{fn: fn, lost: lost}
 	switch {
 	case !m.up:
+		a.drop()
 	case m.paused:
-		m.backlog = append(m.backlog, fn)
+		m.backlog = append(m.backlog, a)
 	default:
 		fn()
 	}
@@ -401,7 +419,8 @@ func (m *member) writeLatency() time.Duration {
 // overlaps (ReadyWrite.Overlaps) takes simulated time on the disk, during
 // which peer messages are stepped (step) and everything else waits
 // (whenIdle); finishWrite continues. Then it runs the snapshot jobs the
-// Core decided inline, and serves the reads that became ready.
+// Core decided inline (a tight-log run right after each Ready:
+// snapshotBeforeNextReady), and serves the reads that became ready.
 func (m *member) process() {
 	m.w.current = m
 	if m.writing != nil || m.hold {
@@ -426,7 +445,7 @@ func (m *member) process() {
 			lat := m.writeLatency()
 			m.w.after(lat, func() {
 				if m.incarnation == inc {
-					m.deliver(func() { m.finishWrite(rw, inc) })
+					m.deliver(func() { m.finishWrite(rw, inc) }, nil)
 				}
 			})
 			if m.crashMidWrite {
@@ -447,6 +466,7 @@ func (m *member) process() {
 			m.coreFailed(err)
 			return
 		}
+		m.snapshotBeforeNextReady()
 		if m.incarnation != inc || !m.up {
 			return
 		}
@@ -474,6 +494,7 @@ func (m *member) finishWrite(rw *consensus.ReadyWrite, inc int) {
 		m.coreFailed(err)
 		return
 	}
+	m.snapshotBeforeNextReady()
 	if m.incarnation != inc || !m.up {
 		return
 	}
@@ -532,6 +553,16 @@ func (m *member) afterReady() {
 		if !slices.Contains(old.GetVoters(), id) && int(id) <= len(m.w.members) {
 			m.w.members[id-1].outside = false
 		}
+	}
+}
+
+// snapshotBeforeNextReady runs, in runs with a tight log, the snapshot job
+// a Ready decided right after it, before the next Ready: as Node's
+// snapshotter goroutine may, while raft has not handed out yet the entries
+// the Core applied ahead of it (from the mirror, during the write).
+func (m *member) snapshotBeforeNextReady() {
+	if m.w.tightLog && m.up {
+		m.runSnapshots()
 	}
 }
 
@@ -694,7 +725,7 @@ func (m *member) reportLiveness() {
 	if int(r.To) > len(m.w.members) || !m.w.net.send(m.idx, int(r.To)-1, func() {
 		l := m.w.members[r.To-1]
 		server.ReceiveLiveness(l.tracker, l.acceptsLiveness(from), r.IDs)
-	}) {
+	}, nil) {
 		m.liveness.Failed(r)
 		return
 	}

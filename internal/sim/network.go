@@ -27,8 +27,11 @@ func newNetwork(w *world) *network {
 }
 
 // send delivers fn at member to after a random delay, unless the message
-// is lost. It reports whether the message was (first) scheduled.
-func (n *network) send(from, to int, fn func()) bool {
+// is lost. It reports whether the message was (first) scheduled; for each
+// copy scheduled and then not handled (the link cut at arrival, the
+// receiver down then or crashing while paused with it waiting), lost is
+// called if set.
+func (n *network) send(from, to int, fn, lost func()) bool {
 	if n.cut[from][to] || n.w.chance(n.dropP) {
 		return false
 	}
@@ -39,9 +42,12 @@ func (n *network) send(from, to int, fn func()) bool {
 	for i := 0; i < copies; i++ {
 		n.w.after(n.w.between(500*time.Microsecond, n.maxDelay), func() {
 			if n.cut[from][to] {
+				if lost != nil {
+					lost()
+				}
 				return
 			}
-			n.w.members[to].deliver(fn)
+			n.w.members[to].deliver(fn, lost)
 		})
 	}
 	return true
@@ -53,30 +59,37 @@ func (n *network) sendRaft(from int, m *pb.Message) {
 	if to < 0 || to >= len(n.w.members) {
 		return
 	}
-	isSnap := m.GetType() == pb.MsgSnap
+	if m.GetType() != pb.MsgSnap {
+		n.send(from, to, func() { n.w.members[to].step(m) }, nil)
+		return
+	}
+	// The leader must learn whether a snapshot arrived, or it waits for
+	// that follower forever (raft's StateSnapshot): as the Transport, it
+	// reports every MsgSnap, failed when it was not handled.
 	sender := n.w.members[from]
 	inc := sender.incarnation
-	ok := n.send(from, to, func() {
-		dst := n.w.members[to]
-		dst.step(m)
-		if isSnap && sender.up && sender.incarnation == inc && sender.core != nil {
+	report := func(failed bool) {
+		if sender.up && sender.incarnation == inc && sender.core != nil {
 			sender.whenIdle(func() {
-				sender.core.ReportSnapshot(m.GetTo(), false)
+				sender.core.ReportSnapshot(m.GetTo(), failed)
 				sender.process()
 			})
 		}
-	})
-	if !ok && isSnap {
-		// The leader must learn that the snapshot did not arrive, or it
-		// waits for it forever.
-		n.w.after(n.maxDelay, func() {
-			if sender.up && sender.incarnation == inc && sender.core != nil {
-				sender.whenIdle(func() {
-					sender.core.ReportSnapshot(m.GetTo(), true)
-					sender.process()
-				})
-			}
-		})
+	}
+	lost := func() {
+		// From the event that lost it: the leader hears of it later.
+		n.w.after(n.maxDelay, func() { report(true) })
+	}
+	if !n.send(from, to, func() {
+		dst := n.w.members[to]
+		if dst.core == nil {
+			lost()
+			return
+		}
+		dst.step(m)
+		report(false)
+	}, lost) {
+		lost()
 	}
 }
 

@@ -76,6 +76,17 @@ const (
 	simEpochSeconds = 1_767_225_600 // 2026-01-01, the simulated clock's zero
 )
 
+// One run in tightLogOdds has a tight log: it snapshots every
+// tightCompactEvery applied entries, keeps 1..tightKeepMax entries behind,
+// and runs each snapshot job before the next Ready
+// (snapshotBeforeNextReady). Followers then often need snapshots, and
+// compaction runs close to the indexes raft still reads.
+const (
+	tightLogOdds      = 3
+	tightCompactEvery = 3
+	tightKeepMax      = 2
+)
+
 type event struct {
 	at  time.Duration
 	seq uint64
@@ -120,6 +131,10 @@ type world struct {
 	current   *member // the member whose code runs, for a panic's report
 	rc        reconfigState
 	pipe      pipeStats
+	// The members' SnapshotEvery and KeepEntries: compactEvery and
+	// keepEntries, or a tight log's.
+	snapEvery, keepEntries uint64
+	tightLog               bool // tightLogOdds
 }
 
 // pipeStats counts what the members did while a write ran (test evidence
@@ -230,6 +245,13 @@ func run(cfg Config) (*world, []Failure) {
 	saved := crand.Reader
 	crand.Reader = prngReader{rand.New(rand.NewPCG(w.rng.Uint64(), w.rng.Uint64()))}
 	defer func() { crand.Reader = saved }()
+	// From a PRNG of its own: choosing changes no other draw.
+	w.snapEvery, w.keepEntries = compactEvery, keepEntries
+	if logRng := rand.New(rand.NewPCG(cfg.Seed^0x6c6f67, cfg.Seed)); logRng.IntN(tightLogOdds) == 0 {
+		w.tightLog = true
+		w.snapEvery, w.keepEntries = tightCompactEvery, 1+logRng.Uint64N(tightKeepMax)
+		w.tracef("tight log: snapshot every %d entries, keep %d", w.snapEvery, w.keepEntries)
+	}
 
 	w.net = newNetwork(w)
 	w.chk = newChecks(w)
