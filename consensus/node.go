@@ -51,6 +51,9 @@ type Node struct {
 
 	// Owned by the loop goroutine.
 	held []*proposal // proposals waiting for a leader
+	// stopping: the loop is exiting; stepProposal fails what it is given
+	// (loop goroutine only).
+	stopping bool
 
 	// queuedProposals counts proposals queued for the loop or held; while
 	// any are, forward does not overtake them.
@@ -101,8 +104,17 @@ type opQueue struct {
 
 // queuedOp is a function for the loop, or a peer message to step (msg set).
 type queuedOp struct {
-	fn  func(*Node)
-	msg *pb.Message
+	fn   func(*Node)
+	msg  *pb.Message
+	prop *proposal // a proposal (fn steps it), failed at shutdown if never run
+}
+
+// pushProposal queues p for stepProposal.
+func (q *opQueue) pushProposal(p *proposal) {
+	q.mu.Lock()
+	q.ops = append(q.ops, queuedOp{fn: func(n *Node) { n.stepProposal(p) }, prop: p})
+	q.mu.Unlock()
+	signal(q.wake)
 }
 
 // push queues op.
@@ -314,6 +326,8 @@ func (n *Node) runQueued(buf []queuedOp) []queuedOp {
 
 // shutdown runs on the loop goroutine when it exits, whatever the reason.
 func (n *Node) shutdown() {
+	n.stopping = true
+	n.failUnproposed()
 	if n.transport != nil {
 		n.transport.Stop()
 	}
@@ -337,42 +351,72 @@ func (n *Node) propose(ctx context.Context, fn func(*Core) error) error {
 	}
 }
 
-// queue hands p to the loop, counted in queuedProposals until it runs.
+// queue hands p to the loop. It stays counted in queuedProposals until it
+// is handed to raft or fails (so a caller's direct forward never overtakes
+// it, forward).
 func (n *Node) queue(p *proposal) {
 	n.queuedProposals.Add(1)
-	n.q.push(func(n *Node) {
-		n.queuedProposals.Add(-1)
-		n.stepProposal(p)
-	})
+	n.q.pushProposal(p)
 }
 
 // stepProposal runs on the loop: it hands p to raft, or holds it while no
-// leader is known (raft would drop it).
+// leader is known (raft would drop it) or while proposals queued before it
+// are still held, so proposals reach raft in the order they were queued: a
+// leader's heartbeat stepped in the same batch just before p must not let p
+// overtake a proposal held since the leader was lost.
 func (n *Node) stepProposal(p *proposal) {
+	if n.stopping {
+		n.queuedProposals.Add(-1)
+		n.finish(p, ErrStopped)
+		return
+	}
+	n.retryHeld()
+	if n.core.Lead() == 0 || len(n.held) > 0 {
+		n.held = append(n.held, p)
+		return
+	}
+	n.runProposal(p)
+}
+
+// runProposal hands p to raft (or fails it if its caller gave up) and
+// stops counting it.
+func (n *Node) runProposal(p *proposal) {
+	n.queuedProposals.Add(-1)
 	if err := p.ctx.Err(); err != nil {
 		if p.done != nil {
 			p.done(err) // a ProposeAsync caller is not waiting for errC
 		}
 		return // the caller gave up
 	}
-	if n.core.Lead() == 0 {
-		n.queuedProposals.Add(1) // until retryHeld steps it
-		n.held = append(n.held, p)
-		return
-	}
 	n.finish(p, p.fn(n.core))
 }
 
-// retryHeld steps the held proposals once a leader is known.
+// retryHeld steps the held proposals, in order, once a leader is known.
 func (n *Node) retryHeld() {
 	if len(n.held) == 0 || n.core.Lead() == 0 {
 		return
 	}
 	held := n.held
 	n.held = nil
-	n.queuedProposals.Add(-int64(len(held)))
 	for _, p := range held {
-		n.stepProposal(p)
+		n.runProposal(p)
+	}
+}
+
+// failUnproposed, on the loop as it exits, ends the proposals queued or
+// held that never reached raft with ErrStopped, so that a ProposeAsync
+// caller (whose done would otherwise never run) learns at once that its
+// write will not be applied instead of waiting for its own timeout.
+func (n *Node) failUnproposed() {
+	for _, p := range n.held {
+		n.queuedProposals.Add(-1)
+		n.finish(p, ErrStopped)
+	}
+	n.held = nil
+	for _, op := range n.q.take(nil) {
+		if op.prop != nil {
+			n.stepProposal(op.prop) // stopping: fails it
+		}
 	}
 }
 
@@ -433,7 +477,8 @@ func (n *Node) forward(lead uint64, data []byte) bool {
 // caller's before ProposeAsync returns), with nil when raft accepted the
 // proposal or with Propose's errors (ctx.Err() if ctx ended before the loop
 // reached it); it must not block.
-// If the node stops first, done is not called. An error returned by
+// If the node stops first, done runs with ErrStopped (the loop fails what
+// it queued or held as it exits). An error returned by
 // ProposeAsync itself (ErrEmptyProposal, ErrStopped, ErrNoLeader) means done
 // will not be called.
 func (n *Node) ProposeAsync(ctx context.Context, data []byte, done func(error)) error {

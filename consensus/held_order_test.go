@@ -1,0 +1,105 @@
+package consensus
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A proposal held while no leader was known reaches raft before a later
+// ProposeAsync of the same caller that the loop runs in the same batch once
+// a leader is known (before the loop's retryHeld): otherwise the server's
+// per-connection order check refuses the later write and the client sees
+// ConnectionLoss. The hold is set up by an op that puts A in n.held as
+// stepProposal does while Lead() is 0, with B queued right behind it.
+func TestHeldProposalKeepsItsTurn(t *testing.T) {
+	xWriting := make(chan struct{})
+	release := make(chan struct{})
+	testWrapStorage = func(s Storage) Storage {
+		return hookStorage{Storage: s, before: func(w *WriteBatch) {
+			for _, e := range w.Entries {
+				if string(e.GetData()) == "x" {
+					close(xWriting)
+					<-release
+				}
+			}
+		}}
+	}
+	t.Cleanup(func() { testWrapStorage = nil })
+	sm := newLogSM()
+	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = node.Stop() })
+	ctx := testCtx(t)
+	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
+	go func() { _ = node.Propose(ctx, []byte("x")) }()
+	<-xWriting // the loop is busy: the ops below run in one batch
+	errc := make(chan error, 2)
+	a := &proposal{ctx: context.Background(), fn: func(c *Core) error { return c.Propose([]byte("A")) }, done: func(err error) { errc <- err }}
+	node.queuedProposals.Add(1)
+	node.q.push(func(n *Node) { n.held = append(n.held, a) })
+	require.NoError(t, node.ProposeAsync(ctx, []byte("B"), func(err error) { errc <- err }))
+	close(release)
+	require.NoError(t, <-errc)
+	require.NoError(t, <-errc)
+	sm.waitCount(t, 3)
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	var got []string
+	for _, d := range sm.datas {
+		got = append(got, string(d))
+	}
+	require.Equal(t, []string{"x", "A", "B"}, got[len(got)-3:], "the held A reaches raft before the later B")
+	require.Zero(t, node.queuedProposals.Load(), "nothing left counted as queued")
+}
+
+// failStorage fails the write holding the entry "x" once release is
+// closed, which stops the node (a storage error is fatal).
+type failStorage struct {
+	Storage
+	writing chan struct{}
+	release chan struct{}
+}
+
+func (s failStorage) Write(w *WriteBatch) error {
+	for _, e := range w.Entries {
+		if string(e.GetData()) == "x" {
+			close(s.writing)
+			<-s.release
+			return errors.New("disk gone")
+		}
+	}
+	return s.Storage.Write(w)
+}
+
+// Proposals queued or held when the node stops (here: a fatal storage
+// error) end with ErrStopped: a ProposeAsync caller learns at once that its
+// write will not be applied. Before, its done never ran and a server
+// connection waited for its write's timeout.
+func TestStopFailsUnproposed(t *testing.T) {
+	fs := failStorage{writing: make(chan struct{}), release: make(chan struct{})}
+	testWrapStorage = func(s Storage) Storage { fs.Storage = s; return fs }
+	t.Cleanup(func() { testWrapStorage = nil })
+	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, newLogSM())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = node.Stop() })
+	ctx := testCtx(t)
+	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
+	go func() { _ = node.Propose(ctx, []byte("x")) }()
+	<-fs.writing // the loop is stuck in the write that will fail
+	errc := make(chan error, 2)
+	require.NoError(t, node.ProposeAsync(ctx, []byte("queued 1"), func(err error) { errc <- err }))
+	require.NoError(t, node.ProposeAsync(ctx, []byte("queued 2"), func(err error) { errc <- err }))
+	close(fs.release)
+	for range 2 {
+		select {
+		case err := <-errc:
+			require.ErrorIs(t, err, ErrStopped)
+		case <-time.After(testTimeout):
+			t.Fatal("a proposal queued when the node stopped never ended")
+		}
+	}
+}
