@@ -430,22 +430,33 @@ func (n *Node) failUnproposed() {
 // ErrEmptyProposal, ErrStopped, ErrNoLeader, ctx.Err(), or a wrapped
 // raft.ErrProposalDropped when the leader sheds load.
 func (n *Node) Propose(ctx context.Context, data []byte) error {
+	forwarded, err := n.forwardOrCheck(data)
+	if err != nil {
+		return err
+	}
+	if forwarded {
+		return nil
+	}
+	return n.propose(ctx, func(c *Core) error { return c.Propose(data) })
+}
+
+// forwardOrCheck is the start of Propose and ProposeAsync: it refuses an
+// empty proposal, a stopped node and an unknown leader, then forwards data
+// itself where it may (forward), reporting whether it did.
+func (n *Node) forwardOrCheck(data []byte) (forwarded bool, err error) {
 	if len(data) == 0 {
-		return ErrEmptyProposal
+		return false, ErrEmptyProposal
 	}
 	select {
 	case <-n.done:
-		return ErrStopped
+		return false, ErrStopped
 	default:
 	}
 	lead := n.core.Lead()
 	if lead == 0 {
-		return ErrNoLeader
+		return false, ErrNoLeader
 	}
-	if n.forward(lead, data) {
-		return nil
-	}
-	return n.propose(ctx, func(c *Core) error { return c.Propose(data) })
+	return n.forward(lead, data), nil
 }
 
 // forward hands data, on a follower that knows its leader, to the
@@ -482,19 +493,11 @@ func (n *Node) forward(lead uint64, data []byte) bool {
 // ProposeAsync itself (ErrEmptyProposal, ErrStopped, ErrNoLeader) means done
 // will not be called.
 func (n *Node) ProposeAsync(ctx context.Context, data []byte, done func(error)) error {
-	if len(data) == 0 {
-		return ErrEmptyProposal
+	forwarded, err := n.forwardOrCheck(data)
+	if err != nil {
+		return err
 	}
-	select {
-	case <-n.done:
-		return ErrStopped
-	default:
-	}
-	lead := n.core.Lead()
-	if lead == 0 {
-		return ErrNoLeader
-	}
-	if n.forward(lead, data) {
+	if forwarded {
 		done(nil)
 		return nil
 	}
