@@ -251,12 +251,16 @@ func TestAddressChangeReportsQueuedSnapshot(t *testing.T) {
 	tr1, rec1 := startTransport(t, 1, Peer{ID: 2, Addr: stuck.Addr().String()})
 	big := &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
 		Entries: []*pb.Entry{{Data: make([]byte, 64<<20)}}} // more than socket buffers hold
+	// The blocked write's deadline is set when it starts, after Send: a
+	// report before start+writeTimeout cannot come from that deadline. (A
+	// fixed writeTimeout/2 after AddPeer was too short under -race on a
+	// busy machine, where handling the 64 MiB frame itself takes seconds.)
+	start := time.Now()
 	tr1.Send([]*pb.Message{big, snapMsg(1, 2, []byte("state"))})
 
 	tr2, rec2 := startTransport(t, 2)
 	tr1.AddPeer(Peer{ID: 2, Addr: tr2.Addr().String()})
-	// Before the blocked write's deadline could have ended it.
-	rec1.waitFor(t, writeTimeout/2, "queued snapshot reported failed", func() bool {
+	rec1.waitFor(t, time.Until(start.Add(writeTimeout-250*time.Millisecond)), "queued snapshot reported failed", func() bool {
 		return slices.Contains(rec1.snaps, snapReport{2, true})
 	})
 	require.NotContains(t, rec1.snaps, snapReport{2, false})
