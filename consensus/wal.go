@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -279,7 +280,7 @@ func listWALSegs(dir string, clean bool) ([]walSeg, error) {
 			segs = append(segs, walSeg{seq: seq, path: filepath.Join(dir, name)})
 		}
 	}
-	slices.SortFunc(segs, func(a, b walSeg) int { return compareU64(a.seq, b.seq) })
+	slices.SortFunc(segs, func(a, b walSeg) int { return cmp.Compare(a.seq, b.seq) })
 	if len(segs) == 0 {
 		return nil, fmt.Errorf("%w: no wal segment in %s", ErrCorruptLog, dir)
 	}
@@ -290,16 +291,6 @@ func listWALSegs(dir string, clean bool) ([]walSeg, error) {
 		}
 	}
 	return segs, nil
-}
-
-func compareU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // replayWAL reads every segment of dir. It does not change any file.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -459,12 +460,7 @@ func (k *checks) nodeApplied(a server.Applied) {
 // finalNodes: once the faults stopped, every empty container that had a
 // child and every childless TTL node past its TTL was removed in time.
 func (k *checks) finalNodes() {
-	paths := make([]string, 0, len(k.nodes))
-	for p := range k.nodes {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	for _, p := range paths {
+	for _, p := range slices.Sorted(maps.Keys(k.nodes)) {
 		n := k.nodes[p]
 		if len(n.children) > 0 || (n.ttl == 0 && !n.hadChild) {
 			continue

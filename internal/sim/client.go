@@ -291,7 +291,7 @@ func (c *client) receiveFrames(wire []byte) {
 // decodeReply decodes the body of a successful reply to op into resp.
 func (c *client) decodeReply(op int32, d *jute.Decoder, resp *response) bool {
 	switch op {
-	case jute.OpSetData, jute.OpSetACL:
+	case jute.OpSetData, jute.OpSetACL, jute.OpExists:
 		var r jute.StatResponse
 		ok := d.ReadRecord(&r) == nil
 		resp.stat = r.Stat
@@ -315,11 +315,6 @@ func (c *client) decodeReply(op int32, d *jute.Decoder, resp *response) bool {
 				break
 			}
 		}
-		return ok
-	case jute.OpExists:
-		var r jute.StatResponse
-		ok := d.ReadRecord(&r) == nil
-		resp.stat = r.Stat
 		return ok
 	case jute.OpGetData:
 		var r jute.GetDataResponse

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -129,7 +130,7 @@ func (d *disk) holds(index, term uint64) bool {
 	if index <= d.snapshot.GetIndex() {
 		return true
 	}
-	i, ok := slices.BinarySearchFunc(d.entries, index, func(e *pb.Entry, idx uint64) int { return compareU64(e.GetIndex(), idx) })
+	i, ok := slices.BinarySearchFunc(d.entries, index, func(e *pb.Entry, idx uint64) int { return cmp.Compare(e.GetIndex(), idx) })
 	return ok && d.entries[i].GetTerm() == term
 }
 
@@ -164,21 +165,11 @@ func (d *disk) sortedPayloads() [][2]uint64 {
 	}
 	slices.SortFunc(keys, func(a, b [2]uint64) int {
 		if a[1] != b[1] {
-			return compareU64(a[1], b[1])
+			return cmp.Compare(a[1], b[1])
 		}
-		return compareU64(a[0], b[0])
+		return cmp.Compare(a[0], b[0])
 	})
 	return keys
-}
-
-func compareU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 func (d *disk) PruneSnapshots() error {

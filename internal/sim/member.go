@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"slices"
 	"time"
 
@@ -663,12 +664,7 @@ func (h leaderHooks) Propose(p server.Proposal) bool {
 // failPending fails every proposal and read in flight, as the server does
 // when the leader changes: their connections are closed.
 func (m *member) failPending() {
-	ids := make([]uint64, 0, len(m.pending))
-	for id := range m.pending {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(m.pending)) {
 		fn := m.pending[id]
 		delete(m.pending, id)
 		fn(server.Applied{}, false)
