@@ -924,6 +924,13 @@ func (m *member) inTouchWithLeader() bool {
 	if !l.up || l.paused || !l.isLeader {
 		return false
 	}
+	// A deposed leader that has not heard of its successor yet still
+	// believes it leads, but has no quorum: its members are not in touch.
+	for _, o := range m.w.members {
+		if o != l && o.up && o.isLeader && o.sl.Term() > l.sl.Term() {
+			return false
+		}
+	}
 	return l == m || (!m.w.net.cut[m.idx][l.idx] && !m.w.net.cut[l.idx][m.idx])
 }
 
