@@ -11,6 +11,7 @@ import (
 // local snapshot recorded and the log compacted to its last 5000 entries
 // every 1000 entries, on the WAL store.
 func BenchmarkDiskStoreWrite(b *testing.B) {
+	setWALSegmentSize(b, walSegmentBytes)
 	s, err := openDiskStore(b.TempDir())
 	if err != nil {
 		b.Fatal(err)

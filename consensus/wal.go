@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 	bolt "go.etcd.io/bbolt"
@@ -31,14 +32,35 @@ import (
 //	32:36  salt       random; seeds every record's crc32c
 //	36:40  crc32c     Castagnoli checksum of bytes 0:36
 //
+// Preallocation: a segment takes its records in place of zeros written
+// (real zeros, fdatasync'd: not fallocate's unwritten extents, not a sparse
+// hole) before its header, up to the rotation size. A record's write then
+// overwrites allocated, initialized blocks without changing the file's
+// size, so its fdatasync flushes the data only, without an ext4 journal
+// commit (measured on ext4: 106-111 µs against 170-200 µs for an append
+// of 1.6 KB). The zeros of the next segment are written off the write
+// path, by a goroutine the wal owns (walSpare), into spare.wal.tmp, which
+// rotate turns into the next segment. A segment may also be shorter than
+// the rotation size with nothing after its last record: the first segment
+// of a log upgraded from bbolt (initWALDir preallocates only segment 0),
+// a segment of a log written before preallocation, and a segment rotate
+// created while the spare was still being zero-filled (it does not wait
+// for 64 MiB of zeros: the write that rotates would).
+//
 // Invariants:
 //   - A segment exists only with a complete, durable header: it is written
-//     to <seq>.wal.tmp, fdatasync'd, renamed and the directory fsync'd.
-//     Leftover .tmp files are removed on open.
-//   - Records are only appended, one per Write, with one write and one
-//     fdatasync; Write returns after the fdatasync. Only the last segment
-//     is ever written; a segment is closed for good (it was fdatasync'd)
-//     before the next is created, and seqs are consecutive.
+//     to <seq>.wal.tmp (or spare.wal.tmp), fdatasync'd, renamed and the
+//     directory fsync'd. Leftover .tmp files are removed on open.
+//   - Records are written only at the end of the last record (pwrite at
+//     w.size, over zeros or past the end of the file), one per Write,
+//     with one write and one fdatasync; Write returns after the fdatasync.
+//     Only the last segment is ever written; a segment is closed for good
+//     before the next is created: rotate truncates it to the end of its
+//     last record (cutting the preallocated zeros left) and fdatasyncs it,
+//     so a closed segment has nothing after its last record (one journal
+//     commit per segment). Seqs are consecutive.
+//   - The last segment's valid records are followed by zeros to the end of
+//     the file, or nothing: the zeros are its clean end, kept on open.
 //   - Replaying the records in order yields the logical log: a contiguous
 //     run of entries after a base position, and the last hard state.
 //     Segment i+1's base equals the logical log's last position after
@@ -48,7 +70,12 @@ import (
 //     only in the page cache is durable before raft relies on it.
 //   - On open, the first undecodable record of the last segment ends the
 //     log if no valid record follows it (a write torn by a crash, never
-//     acknowledged): the file is truncated there and fdatasync'd. The
+//     acknowledged): it is cut and the cut fdatasync'd. In a preallocated
+//     segment (as long as the rotation size, zeros after the damage) its
+//     bytes up to the last non-zero byte are overwritten with zeros, which
+//     keeps the preallocation; otherwise the file is truncated there. An
+//     all-zero record never decodes (its type byte is 0), so zeros are
+//     never taken for a record. The
 //     search for a valid record after it is bounded (checkTornTail): it
 //     skips the bad record's own payload when its header is plausible, and
 //     gives up after a budget of checksum work, deciding for a torn write
@@ -78,11 +105,19 @@ type wal struct {
 	segBytes int64    // rotate once the last segment reaches this size
 	segs     []walSeg // consecutive seqs, the last one open for writing
 	f        *os.File // the last segment
-	size     int64    // bytes of the last segment
-	last     walPos   // the logical log's last entry (or base)
-	buf      []byte   // reused encoding buffer
-	broken   error    // a failed write: every later write fails with it
-	resetSeq uint64   // the segment holding the last reset record
+	size     int64    // where the last segment's records end
+	alloc    int64    // the last segment's file size (>= size; zeros after size)
+	// prealloc is the size the spare segment is zero-filled to (0: none,
+	// the wal initWALDir writes with).
+	prealloc int64
+	// spare is the next segment being zero-filled (or ready), nil if none
+	// was started: it is started once the last segment is half full, and
+	// close stops it and waits for its goroutine.
+	spare    *walSpare
+	last     walPos // the logical log's last entry (or base)
+	buf      []byte // reused encoding buffer
+	broken   error  // a failed write: every later write fails with it
+	resetSeq uint64 // the segment holding the last reset record
 	// hardState is the last hard state written or replayed, hardStateSeq
 	// the segment holding it (deleteBefore keeps it in a kept segment).
 	hardState    *pb.HardState
@@ -160,6 +195,119 @@ func decodeWALHeader(h []byte) (seq uint64, base walPos, salt uint32, err error)
 	return seq, base, binary.LittleEndian.Uint32(h[32:]), nil
 }
 
+// walSpareName is the file a spare segment is zero-filled in. It names no
+// seq: a spare not ready at one rotation is used at the next.
+const walSpareName = "spare" + walSuffix + tmpSuffix
+
+// walZeroChunk is the size of each write of zeros (and of each paced
+// writeback) when a segment is preallocated.
+const walZeroChunk = 1 << 20
+
+// errSpareStopped is what a spare's fill returns when close stopped it.
+var errSpareStopped = errors.New("wal spare segment: stopped")
+
+// walSpare is a spare segment file being zero-filled by a goroutine. f and
+// err belong to the goroutine until done is closed, then to the wal.
+type walSpare struct {
+	path string
+	size int64
+	stop atomic.Bool
+	done chan struct{}
+	f    *os.File // the zero-filled, fdatasync'd file, open for writing
+	err  error
+}
+
+// fillSpareFile creates path and zero-fills it to size bytes (durably),
+// stopping early when stop is set; tests replace it.
+var fillSpareFile = func(path string, size int64, stop *atomic.Bool) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create wal spare segment: %w", err)
+	}
+	err = zeroFill(f, size, stop)
+	if err == nil {
+		err = fdatasync(f)
+	}
+	if err != nil {
+		_ = f.Close()
+		_ = os.Remove(path)
+		return nil, fmt.Errorf("zero-fill wal spare segment %s: %w", path, err)
+	}
+	return f, nil
+}
+
+// zeroFill writes zeros over [0, size) of f, in chunks each written back
+// before the next (paceWriteback), so that the log's own fdatasyncs never
+// queue behind more than one chunk. It stops with errSpareStopped when
+// stop (if not nil) is set. It does not sync.
+func zeroFill(f *os.File, size int64, stop *atomic.Bool) error {
+	zeros := make([]byte, min(size, walZeroChunk))
+	for off := int64(0); off < size; off += int64(len(zeros)) {
+		if stop != nil && stop.Load() {
+			return errSpareStopped
+		}
+		n := min(int64(len(zeros)), size-off)
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+			return err
+		}
+		paceWriteback(f, off, n)
+	}
+	return nil
+}
+
+// startSpare starts zero-filling the spare segment on a goroutine, if
+// preallocation is on, none is under way and the last segment is half
+// full (so that 64 MiB of zeros are written once per segment, well before
+// rotate wants them, and not by every short-lived store).
+func (w *wal) startSpare() {
+	if w.prealloc <= walHeaderSize || w.spare != nil || w.size < w.segBytes/2 {
+		return
+	}
+	sp := &walSpare{path: filepath.Join(w.dir, walSpareName), size: w.prealloc, done: make(chan struct{})}
+	w.spare = sp
+	fill := fillSpareFile // read here: tests replace it between stores
+	go func() {
+		defer close(sp.done)
+		sp.f, sp.err = fill(sp.path, sp.size, &sp.stop)
+	}()
+}
+
+// takeSpare returns the spare if it is ready, nil otherwise (not started,
+// still filling, or failed: then it is dropped and a new one starts once
+// the next segment is half full).
+func (w *wal) takeSpare() *walSpare {
+	sp := w.spare
+	if sp == nil {
+		return nil
+	}
+	select {
+	case <-sp.done:
+	default:
+		return nil // still filling: it serves the next rotation
+	}
+	w.spare = nil
+	if sp.err != nil {
+		return nil
+	}
+	return sp
+}
+
+// stopSpare stops the spare's goroutine, waits for it and removes the
+// spare's file.
+func (w *wal) stopSpare() {
+	sp := w.spare
+	if sp == nil {
+		return
+	}
+	w.spare = nil
+	sp.stop.Store(true)
+	<-sp.done
+	if sp.f != nil {
+		_ = sp.f.Close()
+	}
+	_ = os.Remove(sp.path)
+}
+
 func randomSalt() (uint32, error) {
 	var b [4]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -168,30 +316,51 @@ func randomSalt() (uint32, error) {
 	return binary.LittleEndian.Uint32(b[:]), nil
 }
 
-// createWALSegment durably creates segment seq in dir (see the invariants).
-func createWALSegment(dir string, seq uint64, base walPos, sync func(*os.File) error) (walSeg, error) {
-	salt, err := randomSalt()
-	if err != nil {
-		return walSeg{}, err
-	}
-	path := filepath.Join(dir, walSegName(seq))
-	tmp := path + tmpSuffix
+// createWALSegment durably creates segment seq in dir (see the
+// invariants), zero-filled to prealloc bytes first if prealloc exceeds the
+// header, and returns it open for writing.
+func createWALSegment(dir string, seq uint64, base walPos, prealloc int64, sync func(*os.File) error) (walSeg, *os.File, error) {
+	tmp := filepath.Join(dir, walSegName(seq)) + tmpSuffix
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
-		return walSeg{}, fmt.Errorf("create wal segment: %w", err)
+		return walSeg{}, nil, fmt.Errorf("create wal segment: %w", err)
 	}
-	_, err = f.Write(encodeWALHeader(seq, base, salt))
+	if prealloc > walHeaderSize {
+		if err := zeroFill(f, prealloc, nil); err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+			return walSeg{}, nil, fmt.Errorf("zero-fill wal segment %s: %w", tmp, err)
+		}
+	}
+	seg, err := installWALSegment(f, tmp, dir, seq, base, sync)
+	if err != nil {
+		_ = f.Close()
+		return walSeg{}, nil, err
+	}
+	return seg, f, nil
+}
+
+// installWALSegment turns the file f at tmp (empty or zero-filled) into
+// segment seq of dir: it writes the header at offset 0, fdatasyncs f,
+// renames tmp to the segment's name and fsyncs dir. On failure the caller
+// closes f; tmp is removed unless the rename happened.
+func installWALSegment(f *os.File, tmp, dir string, seq uint64, base walPos, sync func(*os.File) error) (walSeg, error) {
+	salt, err := randomSalt()
+	if err != nil {
+		_ = os.Remove(tmp)
+		return walSeg{}, err
+	}
+	_, err = f.WriteAt(encodeWALHeader(seq, base, salt), 0)
 	if err == nil {
 		err = sync(f)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
 		return walSeg{}, fmt.Errorf("write wal segment %s: %w", tmp, err)
 	}
+	path := filepath.Join(dir, walSegName(seq))
 	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
 		return walSeg{}, fmt.Errorf("rename wal segment: %w", err)
 	}
 	if err := syncDir(dir); err != nil {
@@ -211,8 +380,11 @@ type walReplay struct {
 	// the one holding the last reset record.
 	hardStateSeq, resetSeq uint64
 	// end is the offset in the last segment where the valid records end;
-	// fileSize its size (end < fileSize: a torn tail).
-	end, fileSize int64
+	// fileSize its size; dirtyEnd the end of its last non-zero byte after
+	// end (dirtyEnd > end: a torn tail; end < fileSize == dirtyEnd or
+	// end == dirtyEnd: zeros from end, the clean end of a preallocated
+	// segment).
+	end, dirtyEnd, fileSize int64
 	// scanned is the number of bytes checkTornTail checksummed.
 	scanned int64
 	// records is the number of records replayed.
@@ -326,8 +498,8 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 			_, payload, n, derr := decodeRecord(data[off:], salt)
 			if derr != nil {
 				if !lastSeg {
-					// A closed segment was fdatasync'd whole before the
-					// next was created and is never preallocated: even
+					// A closed segment was truncated to its last record
+					// and fdatasync'd before the next was created: even
 					// zeros after its last record are damage.
 					return nil, fmt.Errorf("%w: %s offset %d (not the last segment): %w", ErrCorruptLog, s.path, off, derr)
 				}
@@ -357,6 +529,7 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 		}
 		if lastSeg {
 			r.end, r.fileSize = int64(off), int64(len(data))
+			r.dirtyEnd = r.end + int64(nonZeroLen(data[off:]))
 		}
 	}
 	r.segs = segs
@@ -444,26 +617,38 @@ var openSync = struct {
 }{fdatasync, syncDir, (*bolt.DB).Sync}
 
 // openWAL replays dir, cuts a torn tail off the last segment, makes the
-// last segment and dir durable and opens the last segment for appending.
+// last segment and dir durable and opens the last segment for writing at
+// the end of its records. Spare segments it starts are segBytes long.
 func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 	r, err := replayWAL(dir, true)
 	if err != nil {
 		return nil, nil, err
 	}
-	w := &wal{dir: dir, segBytes: segBytes, segs: r.segs, last: r.last(), syncFile: fdatasync,
+	w := &wal{dir: dir, segBytes: segBytes, prealloc: segBytes, segs: r.segs, last: r.last(), syncFile: fdatasync,
 		hardState: r.hardState, hardStateSeq: r.hardStateSeq, resetSeq: r.resetSeq}
 	lastSeg := r.segs[len(r.segs)-1]
 	f, err := os.OpenFile(lastSeg.path, os.O_WRONLY, 0)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open wal segment: %w", err)
 	}
-	if r.end < r.fileSize {
+	alloc := r.fileSize
+	if r.dirtyEnd > r.end {
 		// A write torn by a crash: it never returned, so nothing
-		// acknowledged is lost by cutting it.
-		w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.fileSize - r.end, cause: r.tailErr}
-		err := f.Truncate(r.end)
+		// acknowledged is lost by cutting it. In a preallocated segment
+		// (as long as the rotation size, zeros after the torn bytes) the
+		// cut overwrites the torn bytes with zeros and keeps the zeros
+		// after them; otherwise the file is truncated at end. Either way
+		// what follows end is zeros or nothing, the clean end of the log,
+		// also if a crash interrupts the cut.
+		if r.dirtyEnd < r.fileSize && r.fileSize >= segBytes {
+			w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.dirtyEnd - r.end, cause: r.tailErr}
+			_, err = f.WriteAt(make([]byte, r.dirtyEnd-r.end), r.end)
+		} else {
+			w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.fileSize - r.end, cause: r.tailErr}
+			err, alloc = f.Truncate(r.end), r.end
+		}
 		if err == nil {
-			err = f.Sync()
+			err = fdatasync(f)
 		}
 		if err != nil {
 			_ = f.Close()
@@ -483,11 +668,8 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 		_ = f.Close()
 		return nil, nil, err
 	}
-	if _, err := f.Seek(r.end, 0); err != nil {
-		_ = f.Close()
-		return nil, nil, fmt.Errorf("seek wal segment: %w", err)
-	}
-	w.f, w.size = f, r.end
+	w.f, w.size, w.alloc = f, r.end, alloc
+	w.startSpare()
 	return w, r, nil
 }
 
@@ -500,8 +682,11 @@ var walInitChunk = 16 << 20
 // dir.tmp and renamed, so it exists only complete. The entries are written
 // in records of about walInitChunk bytes (a version-1 log can be far above
 // maxRecordSize), the hard state with the last one, in segments of
-// walSegmentSize.
-func initWALDir(dir string, base walPos, first *walBatch) error {
+// walSegmentSize. Segment 0 is zero-filled to prealloc bytes first (a new
+// member's first writes are as cheap as later ones; 0: not preallocated);
+// the segments after it, written only when a large log is upgraded, are
+// not (the wal opened next preallocates the ones it creates).
+func initWALDir(dir string, base walPos, first *walBatch, prealloc int64) error {
 	tmp := dir + tmpSuffix
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("remove unfinished wal dir: %w", err)
@@ -509,23 +694,20 @@ func initWALDir(dir string, base walPos, first *walBatch) error {
 	if err := os.Mkdir(tmp, 0o700); err != nil {
 		return fmt.Errorf("create wal dir: %w", err)
 	}
-	seg, err := createWALSegment(tmp, 0, base, fdatasync)
+	seg, f, err := createWALSegment(tmp, 0, base, prealloc, fdatasync)
 	if err != nil {
 		return err
 	}
+	w := &wal{dir: tmp, segBytes: walSegmentSize, segs: []walSeg{seg}, f: f, size: walHeaderSize,
+		alloc: max(prealloc, walHeaderSize), last: base, syncFile: fdatasync}
 	if first != nil {
-		w := &wal{dir: tmp, segBytes: walSegmentSize, segs: []walSeg{seg}, last: base, syncFile: fdatasync}
-		if w.f, err = os.OpenFile(seg.path, os.O_WRONLY|os.O_APPEND, 0); err != nil {
-			return fmt.Errorf("open wal segment: %w", err)
-		}
-		w.size = walHeaderSize
 		err = appendChunked(w, first, walInitChunk)
-		if cerr := w.f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return err
-		}
+	}
+	if cerr := w.close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return fmt.Errorf("rename wal dir: %w", err)
@@ -587,7 +769,9 @@ func (w *wal) append(b *walBatch) error {
 	if w.buf, err = appendBatchRecord(w.buf[:0], seg.salt, b); err != nil {
 		return err
 	}
-	if _, err := w.f.Write(w.buf); err != nil {
+	// At w.size, not appended: over the preallocated zeros, the file's
+	// size does not change.
+	if _, err := w.f.WriteAt(w.buf, w.size); err != nil {
 		w.broken = err
 		return fmt.Errorf("write wal: %w", err)
 	}
@@ -596,6 +780,7 @@ func (w *wal) append(b *walBatch) error {
 		return fmt.Errorf("sync wal: %w", err)
 	}
 	w.size += int64(len(w.buf))
+	w.alloc = max(w.alloc, w.size)
 	if cap(w.buf) > 4<<20 {
 		w.buf = nil // do not pin a huge batch's buffer
 	}
@@ -612,27 +797,68 @@ func (w *wal) append(b *walBatch) error {
 	if w.size >= w.segBytes {
 		return w.rotate()
 	}
+	w.startSpare()
 	return nil
 }
 
-// rotate closes the last segment (durable already) and starts the next.
+// rotate closes the last segment (its records are durable already) and
+// starts the next: the zero-filled spare if it is ready, otherwise a new
+// file without preallocation. Waiting for the spare instead would put up
+// to a whole segment of zeros (64 MiB) on the write that rotates; without
+// it that write pays one file creation, and the appends to the segment
+// cost what they did before preallocation. A spare still being filled
+// serves the next rotation.
 func (w *wal) rotate() error {
-	seg, err := createWALSegment(w.dir, w.segs[len(w.segs)-1].seq+1, w.last, w.syncFile)
-	if err != nil {
+	if err := w.rotateTo(w.takeSpare()); err != nil {
 		w.broken = err
 		return err
 	}
-	f, err := os.OpenFile(seg.path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		w.broken = err
-		return fmt.Errorf("open wal segment: %w", err)
+	w.startSpare()
+	return nil
+}
+
+func (w *wal) rotateTo(sp *walSpare) error {
+	if sp != nil {
+		defer func() {
+			if sp.f != nil { // not installed
+				_ = sp.f.Close()
+				_ = os.Remove(sp.path)
+			}
+		}()
+	}
+	// Closed segments have nothing after their last record (replay
+	// treats anything there, zeros included, as damage): cut the zeros
+	// left of the preallocation, durably, before the next segment exists.
+	if w.alloc > w.size {
+		err := w.f.Truncate(w.size)
+		if err == nil {
+			err = w.syncFile(w.f)
+		}
+		if err != nil {
+			return fmt.Errorf("truncate closed wal segment: %w", err)
+		}
+		w.alloc = w.size
+	}
+	seq := w.segs[len(w.segs)-1].seq + 1
+	var (
+		seg   walSeg
+		f     *os.File
+		alloc int64 = walHeaderSize
+		err   error
+	)
+	if sp != nil {
+		if seg, err = installWALSegment(sp.f, sp.path, w.dir, seq, w.last, w.syncFile); err != nil {
+			return err
+		}
+		f, sp.f, alloc = sp.f, nil, max(sp.size, walHeaderSize)
+	} else if seg, f, err = createWALSegment(w.dir, seq, w.last, 0, w.syncFile); err != nil {
+		return err
 	}
 	if err := w.f.Close(); err != nil {
 		_ = f.Close()
-		w.broken = err
 		return fmt.Errorf("close wal segment: %w", err)
 	}
-	w.f, w.size = f, walHeaderSize
+	w.f, w.size, w.alloc = f, walHeaderSize, alloc
 	w.segs = append(w.segs, seg)
 	return nil
 }
@@ -697,8 +923,10 @@ func removeWALSegments(dir string, paths []string) error {
 	return nil
 }
 
-// close closes the last segment.
+// close stops and waits for the spare's goroutine, removes the spare and
+// closes the last segment.
 func (w *wal) close() error {
+	w.stopSpare()
 	if err := w.f.Close(); err != nil {
 		return fmt.Errorf("close wal: %w", err)
 	}

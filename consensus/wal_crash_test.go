@@ -131,7 +131,7 @@ func TestDiskStoreRandomCrashes(t *testing.T) {
 				}
 				segsBefore := walFiles(t, dir)
 				lastBefore := segsBefore[len(segsBefore)-1]
-				sizeBefore := fileSize(t, lastBefore)
+				sizeBefore := s.wal.size // where the last segment's records end
 				at := "after-wal"
 				if mode == 0 {
 					at = "after-bbolt"
@@ -149,9 +149,9 @@ func TestDiskStoreRandomCrashes(t *testing.T) {
 				if mode == 2 {
 					segs := walFiles(t, dir)
 					last := segs[len(segs)-1]
-					if len(segs) > len(segsBefore) && fileSize(t, last) == walHeaderSize && len(segs) > 1 {
+					if len(segs) > len(segsBefore) && recordsEnd(t, last) == walHeaderSize && len(segs) > 1 {
 						// a rotation after the record: the crash came before it
-						if prev := segs[len(segs)-2]; prev != lastBefore || fileSize(t, prev) > sizeBefore {
+						if prev := segs[len(segs)-2]; prev != lastBefore || recordsEnd(t, prev) > sizeBefore {
 							require.NoError(t, os.Remove(last))
 							last = prev
 						}
@@ -160,9 +160,12 @@ func TestDiskStoreRandomCrashes(t *testing.T) {
 					if last == lastBefore {
 						start = sizeBefore
 					}
-					if end := fileSize(t, last); end > start {
+					if end := recordsEnd(t, last); end > start {
+						// The record's bytes from cut on never reached the
+						// disk: past the end of the file, or zeros in a
+						// preallocated segment.
 						cut := start + rng.Int64N(end-start)
-						require.NoError(t, os.Truncate(last, cut))
+						tearAt(t, last, cut, end)
 						torn = true
 					}
 				}
@@ -197,4 +200,29 @@ func TestDiskStoreRandomCrashes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recordsEnd returns where the WAL segment at path ends without the zeros
+// after its last record (and its last record's trailing zero bytes).
+func recordsEnd(t *testing.T, path string) int64 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return walHeaderSize + int64(nonZeroLen(data[walHeaderSize:]))
+}
+
+// tearAt makes the bytes [cut, end) of the segment at path unwritten, as a
+// crash during their write may leave them: zeros where the segment was
+// preallocated past end, cut off otherwise.
+func tearAt(t *testing.T, path string, cut, end int64) {
+	t.Helper()
+	if fileSize(t, path) == end {
+		require.NoError(t, os.Truncate(path, cut))
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteAt(make([]byte, end-cut), cut)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
 }

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -139,13 +140,36 @@ func plausibleHeader(hdr []byte) (length int, ok bool) {
 	return int(n), true
 }
 
+// zeroChunk is compared against in allZero and zeroPrefixLen: bytes.Equal
+// compares many bytes per instruction, so checking a preallocated
+// segment's megabytes of zeros takes milliseconds.
+var zeroChunk [4096]byte
+
 func allZero(b []byte) bool {
-	for _, c := range b {
-		if c != 0 {
+	for len(b) > 0 {
+		n := min(len(b), len(zeroChunk))
+		if !bytes.Equal(b[:n], zeroChunk[:n]) {
 			return false
 		}
+		b = b[n:]
 	}
 	return true
+}
+
+// nonZeroLen returns the length of b without its trailing zero bytes.
+func nonZeroLen(b []byte) int {
+	for len(b) > 0 {
+		n := min(len(b), len(zeroChunk))
+		if !bytes.Equal(b[len(b)-n:], zeroChunk[:n]) {
+			i := len(b) - 1
+			for b[i] == 0 {
+				i--
+			}
+			return i + 1
+		}
+		b = b[:len(b)-n]
+	}
+	return 0
 }
 
 // appendBatchRecord appends b as one framed recBatch record to buf.

@@ -205,7 +205,7 @@ func FuzzDecodeBatch(f *testing.F) {
 // log is writable again.
 func TestWALTornTail(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), walDirName)
-	require.NoError(t, initWALDir(dir, walPos{}, nil))
+	require.NoError(t, initWALDir(dir, walPos{}, nil, 0))
 	w, _, err := openWAL(dir, walSegmentBytes)
 	require.NoError(t, err)
 	require.NoError(t, w.append(&walBatch{hardState: hardState(1, 0), entries: ents(1, 4, 1)}))
@@ -252,7 +252,7 @@ func TestWALCorruption(t *testing.T) {
 	// new segment... two records per segment here.
 	build := func(t *testing.T) (dir string, segs []string, offs [][]int64) {
 		dir = filepath.Join(t.TempDir(), walDirName)
-		require.NoError(t, initWALDir(dir, walPos{}, nil))
+		require.NoError(t, initWALDir(dir, walPos{}, nil, 0))
 		w, _, err := openWAL(dir, 150)
 		require.NoError(t, err)
 		offs = [][]int64{{}}
@@ -345,7 +345,7 @@ func TestWALCorruption(t *testing.T) {
 	// corruption; the bad last record is a torn tail.
 	t.Run("last segment", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), walDirName)
-		require.NoError(t, initWALDir(dir, walPos{}, nil))
+		require.NoError(t, initWALDir(dir, walPos{}, nil, 0))
 		w, _, err := openWAL(dir, walSegmentBytes)
 		require.NoError(t, err)
 		var offs []int64
@@ -695,13 +695,13 @@ func TestDiskStoreNewDBBesideWAL(t *testing.T) {
 			require.NoError(t, os.Mkdir(walDir, 0o700))
 		}, false},
 		{"wal with one empty segment", func(t *testing.T, walDir string) {
-			require.NoError(t, initWALDir(walDir, walPos{}, nil))
+			require.NoError(t, initWALDir(walDir, walPos{}, nil, 0))
 		}, false},
 		{"wal holding a log", func(t *testing.T, walDir string) {
-			require.NoError(t, initWALDir(walDir, walPos{}, &walBatch{hardState: hardState(2, 3), entries: ents(1, 5, 2)}))
+			require.NoError(t, initWALDir(walDir, walPos{}, &walBatch{hardState: hardState(2, 3), entries: ents(1, 5, 2)}, 0))
 		}, true},
 		{"wal holding only a hard state", func(t *testing.T, walDir string) {
-			require.NoError(t, initWALDir(walDir, walPos{}, &walBatch{hardState: hardState(2, 0)}))
+			require.NoError(t, initWALDir(walDir, walPos{}, &walBatch{hardState: hardState(2, 0)}, 0))
 		}, true},
 		{"unreadable wal", func(t *testing.T, walDir string) {
 			require.NoError(t, os.Mkdir(walDir, 0o700))
