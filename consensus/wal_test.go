@@ -160,10 +160,24 @@ func FuzzDecodeRecord(f *testing.F) {
 		f.Add(rec[:len(rec)-3])
 	}
 	f.Add(make([]byte, 16))
+	f.Add(make([]byte, 5000))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		naive := len(data)
+		for naive > 0 && data[naive-1] == 0 {
+			naive--
+		}
+		if got := nonZeroLen(data); got != naive {
+			t.Fatalf("nonZeroLen %d, want %d", got, naive)
+		}
+		if allZero(data) != (naive == 0) {
+			t.Fatalf("allZero %v for %d non-zero bytes", allZero(data), naive)
+		}
 		typ, payload, n, err := decodeRecord(data, 7)
 		if err != nil {
 			return
+		}
+		if allZero(data[:n]) {
+			t.Fatal("zeros decoded as a record")
 		}
 		if typ != recBatch || n > len(data) || n%recAlign != 0 || len(payload) > n {
 			t.Fatalf("decoded type %d, %d bytes of %d, payload %d", typ, n, len(data), len(payload))
@@ -202,44 +216,79 @@ func FuzzDecodeBatch(f *testing.F) {
 
 // TestWALTornTail cuts the last segment at every byte offset of its last
 // record: open keeps every earlier record, cuts the file there, and the
-// log is writable again.
+// log is writable again. In a preallocated segment the record's bytes
+// after the cut are zeros (never written) up to the end of the
+// preallocation: open overwrites the torn bytes with zeros and keeps the
+// file's size.
 func TestWALTornTail(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), walDirName)
-	require.NoError(t, initWALDir(dir, walPos{}, nil, 0))
-	w, _, err := openWAL(dir, walSegmentBytes)
-	require.NoError(t, err)
-	require.NoError(t, w.append(&walBatch{hardState: hardState(1, 0), entries: ents(1, 4, 1)}))
-	before := w.size
-	require.NoError(t, w.append(&walBatch{hardState: hardState(2, 4), entries: ents(5, 7, 2)}))
-	after := w.size
-	require.NoError(t, w.close())
-	seg := w.segs[0].path
-	full, err := os.ReadFile(seg)
-	require.NoError(t, err)
-	require.Equal(t, after, int64(len(full)))
-
-	for cut := before; cut <= after; cut++ {
-		t.Run(fmt.Sprint(cut), func(t *testing.T) {
-			require.NoError(t, os.WriteFile(seg, full[:cut], 0o600))
-			w, r, err := openWAL(dir, walSegmentBytes)
+	const segBytes = 16 << 10
+	for _, tc := range []struct {
+		name     string
+		prealloc int64
+	}{
+		{"appended", 0},
+		{"preallocated", segBytes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), walDirName)
+			require.NoError(t, initWALDir(dir, walPos{}, nil, tc.prealloc))
+			w, _, err := openWAL(dir, segBytes)
 			require.NoError(t, err)
-			if cut == after {
-				require.Equal(t, cat(span(1, 4, 1), span(5, 7, 2)), positions(r.entries))
-				require.Equal(t, uint64(4), r.hardState.GetCommit())
-				require.Zero(t, w.torn.len)
-			} else {
-				require.Equal(t, span(1, 4, 1), positions(r.entries), "the torn record is never applied")
-				require.Equal(t, uint64(1), r.hardState.GetTerm())
-				require.Equal(t, before, fileSize(t, seg), "the torn tail is cut")
-				require.Equal(t, cut-before, w.torn.len)
-				// Appending after the cut continues the log.
-				require.NoError(t, w.append(&walBatch{entries: ents(5, 5, 3)}))
-			}
+			require.NoError(t, w.append(&walBatch{hardState: hardState(1, 0), entries: ents(1, 4, 1)}))
+			before := w.size
+			require.NoError(t, w.append(&walBatch{hardState: hardState(2, 4), entries: ents(5, 7, 2)}))
+			after := w.size
 			require.NoError(t, w.close())
-			r, err = replayWAL(dir, false)
+			seg := w.segs[0].path
+			full, err := os.ReadFile(seg)
 			require.NoError(t, err)
-			if cut != after {
-				require.Equal(t, cat(span(1, 4, 1), span(5, 5, 3)), positions(r.entries))
+			size := max(after, tc.prealloc)
+			require.Equal(t, size, int64(len(full)))
+
+			for cut := before; cut <= after; cut++ {
+				t.Run(fmt.Sprint(cut), func(t *testing.T) {
+					torn := slices.Clone(full)
+					if tc.prealloc > 0 {
+						clear(torn[cut:]) // the record's bytes from cut on never written
+					} else {
+						torn = torn[:cut]
+					}
+					require.NoError(t, os.WriteFile(seg, torn, 0o600))
+					w, r, err := openWAL(dir, segBytes)
+					require.NoError(t, err)
+					// Zeros lost at the end of a preallocated record
+					// (its padding) leave it intact.
+					intact := cut == after || (tc.prealloc > 0 && allZero(full[cut:after]))
+					if intact {
+						require.Equal(t, cat(span(1, 4, 1), span(5, 7, 2)), positions(r.entries))
+						require.Equal(t, uint64(4), r.hardState.GetCommit())
+						require.Zero(t, w.torn.len)
+					} else {
+						require.Equal(t, span(1, 4, 1), positions(r.entries), "the torn record is never applied")
+						require.Equal(t, uint64(1), r.hardState.GetTerm())
+						if tc.prealloc > 0 {
+							require.Equal(t, size, fileSize(t, seg), "the preallocation is kept")
+							got, err := os.ReadFile(seg)
+							require.NoError(t, err)
+							require.True(t, allZero(got[before:]), "the torn bytes are zeroed")
+							require.Equal(t, int64(nonZeroLen(full[before:cut])), w.torn.len)
+						} else {
+							require.Equal(t, before, fileSize(t, seg), "the torn tail is cut")
+							require.Equal(t, cut-before, w.torn.len)
+						}
+						// Appending after the cut continues the log.
+						require.NoError(t, w.append(&walBatch{entries: ents(5, 5, 3)}))
+					}
+					require.NoError(t, w.close())
+					r, err = replayWAL(dir, false)
+					require.NoError(t, err)
+					if !intact {
+						require.Equal(t, cat(span(1, 4, 1), span(5, 5, 3)), positions(r.entries))
+					}
+					if tc.prealloc > 0 {
+						require.Equal(t, size, fileSize(t, seg), "an append over the zeros keeps the file's size")
+					}
+				})
 			}
 		})
 	}
