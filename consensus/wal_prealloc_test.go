@@ -325,3 +325,26 @@ func TestWALCloseStopsSpare(t *testing.T) {
 	require.ErrorIs(t, sp.err, errSpareStopped)
 	require.NoFileExists(t, filepath.Join(dir, walSpareName))
 }
+
+// TestWALClosedSegmentCut rotates a preallocated segment long before it is
+// full (a reset starts a new segment): the closed segment is cut to its
+// last record, because replay takes anything after a closed segment's last
+// record, zeros included, for damage.
+func TestWALClosedSegmentCut(t *testing.T) {
+	const segBytes = 64 << 10
+	dir := filepath.Join(t.TempDir(), walDirName)
+	require.NoError(t, initWALDir(dir, walPos{}, nil, segBytes))
+	w, _, err := openWAL(dir, segBytes)
+	require.NoError(t, err)
+	require.NoError(t, w.append(&walBatch{hardState: hardState(1, 3), entries: ents(1, 3, 1)}))
+	end := w.size
+	require.NoError(t, w.append(&walBatch{reset: &walPos{10, 2}, hardState: hardState(2, 10), entries: ents(11, 12, 2)}))
+	require.Len(t, w.segs, 2, "the reset started a segment")
+	require.NoError(t, w.close())
+	closed := w.segs[0].path
+	w, r, err := openWAL(dir, segBytes)
+	require.NoError(t, err)
+	require.NoError(t, w.close())
+	require.Equal(t, span(11, 12, 2), positions(r.entries))
+	require.Equal(t, end, fileSize(t, closed), "the closed segment ends at its last record")
+}
