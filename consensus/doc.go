@@ -128,8 +128,9 @@
 // The state machine lives in memory only. Start reopens bbolt and the WAL
 // (syncing both, so that nothing a crashed process left only in the page
 // cache is relied on; cutting a write torn by a crash off the last
-// segment's tail, logged at error level if it was a complete record that
-// does not verify; refusing any other damage with ErrCorruptLog; and
+// segment's tail (zeroing its bytes in a preallocated segment, so that
+// the zeros after the last record stay), logged at error level if it was
+// a complete record that does not verify; refusing any other damage with ErrCorruptLog; and
 // upgrading a data directory whose log is still in bbolt, rebuilding the
 // WAL from bbolt every time), loads the hard state and the recorded
 // snapshot (its file's CRC32C is verified; a corrupt file makes Start fail
@@ -163,4 +164,17 @@
 //
 // See schema.go (files, bbolt buckets and keys), wal.go and wal_record.go
 // (WAL segments and records) and snapfile.go (snapshot files).
+//
+// WAL segments are preallocated: a segment is zero-filled (real zeros,
+// fdatasync'd) to the rotation size (64 MiB) before its header is written,
+// and each record is written over the zeros at the end of the last record,
+// so the fdatasync every Storage.Write waits for flushes data without
+// changing the file's size (no ext4 journal commit). The next segment is
+// zero-filled ahead, off the write path, by a goroutine the WAL owns
+// (started when the last segment is half full, stopped and waited for by
+// Close) in wal/spare.wal.tmp; rotate writes its header, syncs it and
+// renames it into place, or creates a segment without preallocation if it
+// is not ready. In the last segment, zeros after the last record are the
+// clean end of the log; a closed segment is cut to its last record by the
+// rotation that closes it, so anything after it is damage.
 package consensus
