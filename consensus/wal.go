@@ -638,8 +638,9 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 		// (as long as the rotation size, zeros after the torn bytes) the
 		// cut overwrites the torn bytes with zeros and keeps the zeros
 		// after them; otherwise the file is truncated at end. Either way
-		// what follows end is zeros or nothing, the clean end of the log,
-		// also if a crash interrupts the cut.
+		// what follows end is then zeros or nothing, the clean end of the
+		// log; a crash during the cut leaves torn bytes the next open
+		// cuts the same way.
 		if r.dirtyEnd < r.fileSize && r.fileSize >= segBytes {
 			w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.dirtyEnd - r.end, cause: r.tailErr}
 			_, err = f.WriteAt(make([]byte, r.dirtyEnd-r.end), r.end)
