@@ -166,7 +166,8 @@
 // (WAL segments and records) and snapfile.go (snapshot files).
 //
 // WAL segments are preallocated: a segment is zero-filled (real zeros,
-// fdatasync'd) to the rotation size (64 MiB) before its header is written,
+// fdatasync'd) to the rotation size (64 MiB; a new log's first segment to
+// 4 MiB, and it rotates when they run out) before its header is written,
 // and each record is written over the zeros at the end of the last record,
 // so the fdatasync every Storage.Write waits for flushes data without
 // changing the file's size (no ext4 journal commit). The next segment is

@@ -267,7 +267,7 @@ func (s *diskStore) upgrade() error {
 	if err != nil {
 		return err
 	}
-	if err := initWALDir(s.walDir, base, first, walSegmentSize); err != nil {
+	if err := initWALDir(s.walDir, base, first, min(walSegmentSize, walFirstSegmentBytes)); err != nil {
 		return fmt.Errorf("move raft log into %s: %w", s.walDir, err)
 	}
 	if s.crash != nil {

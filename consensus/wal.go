@@ -34,16 +34,17 @@ import (
 //
 // Preallocation: a segment takes its records in place of zeros written
 // (real zeros, fdatasync'd: not fallocate's unwritten extents, not a sparse
-// hole) before its header, up to the rotation size. A record's write then
-// overwrites allocated, initialized blocks without changing the file's
-// size, so its fdatasync flushes the data only, without an ext4 journal
-// commit (measured on ext4: 106-111 µs against 170-200 µs for an append
-// of 1.6 KB). The zeros of the next segment are written off the write
-// path, by a goroutine the wal owns (walSpare), into spare.wal.tmp, which
-// rotate turns into the next segment. A segment may also be shorter than
-// the rotation size with nothing after its last record: the first segment
-// of a log upgraded from bbolt (initWALDir preallocates only segment 0),
-// a segment of a log written before preallocation, and a segment rotate
+// hole) before its header, up to the rotation size (a new log's first
+// segment up to walFirstSegmentBytes; it rotates when its zeros run out).
+// A record's write then overwrites allocated, initialized blocks without
+// changing the file's size, so its fdatasync flushes the data only,
+// without an ext4 journal commit (measured on ext4: 106-111 µs against
+// 170-200 µs for an append of 1.6 KB). The zeros of the next segment are
+// written off the write path, by a goroutine the wal owns (walSpare), into
+// spare.wal.tmp, which rotate turns into the next segment. Some segments
+// are not preallocated (records appended, as before preallocation): the
+// segments after the first of a log upgraded from bbolt (initWALDir), the
+// segments of a log written before preallocation, and a segment rotate
 // created while the spare was still being zero-filled (it does not wait
 // for 64 MiB of zeros: the write that rotates would).
 //
@@ -96,13 +97,23 @@ const (
 	walHeaderSize   = 40
 	walSuffix       = ".wal"
 	walSegmentBytes = 64 << 20
+	// walFirstSegmentBytes bounds the preallocation of a new log's first
+	// segment (written while the data directory is created, before the
+	// member starts): every member started, each test's included, writes
+	// it, and a spare of the full size is zero-filled only once a log has
+	// used half of it.
+	walFirstSegmentBytes = 4 << 20
 )
 
 // wal is the open write-ahead log. It is not safe for concurrent use; the
 // diskStore serializes calls.
 type wal struct {
 	dir      string
-	segBytes int64    // rotate once the last segment reaches this size
+	segBytes int64 // the rotation size (and the size spares are zero-filled to)
+	// rotateAt is the size at which the last segment rotates: segBytes,
+	// or less for a segment preallocated to less (the first segment of a
+	// new log, walFirstSegmentBytes): it rotates when its zeros run out.
+	rotateAt int64
 	segs     []walSeg // consecutive seqs, the last one open for writing
 	f        *os.File // the last segment
 	size     int64    // where the last segment's records end
@@ -260,7 +271,7 @@ func zeroFill(f *os.File, size int64, stop *atomic.Bool) error {
 // full (so that 64 MiB of zeros are written once per segment, well before
 // rotate wants them, and not by every short-lived store).
 func (w *wal) startSpare() {
-	if w.prealloc <= walHeaderSize || w.spare != nil || w.size < w.segBytes/2 {
+	if w.prealloc <= walHeaderSize || w.spare != nil || w.size < w.rotateAt/2 {
 		return
 	}
 	sp := &walSpare{path: filepath.Join(w.dir, walSpareName), size: w.prealloc, done: make(chan struct{})}
@@ -635,13 +646,14 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 	if r.dirtyEnd > r.end {
 		// A write torn by a crash: it never returned, so nothing
 		// acknowledged is lost by cutting it. In a preallocated segment
-		// (as long as the rotation size, zeros after the torn bytes) the
+		// (zeros after the torn bytes, a file at least as long as a first
+		// segment's preallocation) the
 		// cut overwrites the torn bytes with zeros and keeps the zeros
 		// after them; otherwise the file is truncated at end. Either way
 		// what follows end is then zeros or nothing, the clean end of the
 		// log; a crash during the cut leaves torn bytes the next open
 		// cuts the same way.
-		if r.dirtyEnd < r.fileSize && r.fileSize >= segBytes {
+		if r.dirtyEnd < r.fileSize && r.fileSize >= min(segBytes, walFirstSegmentBytes) {
 			w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.dirtyEnd - r.end, cause: r.tailErr}
 			_, err = f.WriteAt(make([]byte, r.dirtyEnd-r.end), r.end)
 		} else {
@@ -670,6 +682,10 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 		return nil, nil, err
 	}
 	w.f, w.size, w.alloc = f, r.end, alloc
+	w.rotateAt = segBytes
+	if alloc > r.end {
+		w.rotateAt = alloc // preallocated: rotate when the zeros run out
+	}
 	w.startSpare()
 	return w, r, nil
 }
@@ -684,9 +700,10 @@ var walInitChunk = 16 << 20
 // in records of about walInitChunk bytes (a version-1 log can be far above
 // maxRecordSize), the hard state with the last one, in segments of
 // walSegmentSize. Segment 0 is zero-filled to prealloc bytes first (a new
-// member's first writes are as cheap as later ones; 0: not preallocated);
-// the segments after it, written only when a large log is upgraded, are
-// not (the wal opened next preallocates the ones it creates).
+// member's first writes are as cheap as later ones; the wal opened next
+// rotates it when its zeros run out; 0: not preallocated); the segments
+// after it, written only when a large log is upgraded, are not (the wal
+// opened next preallocates the ones it creates).
 func initWALDir(dir string, base walPos, first *walBatch, prealloc int64) error {
 	tmp := dir + tmpSuffix
 	if err := os.RemoveAll(tmp); err != nil {
@@ -699,7 +716,7 @@ func initWALDir(dir string, base walPos, first *walBatch, prealloc int64) error 
 	if err != nil {
 		return err
 	}
-	w := &wal{dir: tmp, segBytes: walSegmentSize, segs: []walSeg{seg}, f: f, size: walHeaderSize,
+	w := &wal{dir: tmp, segBytes: walSegmentSize, rotateAt: walSegmentSize, segs: []walSeg{seg}, f: f, size: walHeaderSize,
 		alloc: max(prealloc, walHeaderSize), last: base, syncFile: fdatasync}
 	if first != nil {
 		err = appendChunked(w, first, walInitChunk)
@@ -795,7 +812,7 @@ func (w *wal) append(b *walBatch) error {
 	if n := len(b.entries); n > 0 {
 		w.last = walPos{b.entries[n-1].GetIndex(), b.entries[n-1].GetTerm()}
 	}
-	if w.size >= w.segBytes {
+	if w.size >= w.rotateAt {
 		return w.rotate()
 	}
 	w.startSpare()
@@ -859,7 +876,7 @@ func (w *wal) rotateTo(sp *walSpare) error {
 		_ = f.Close()
 		return fmt.Errorf("close wal segment: %w", err)
 	}
-	w.f, w.size, w.alloc = f, walHeaderSize, alloc
+	w.f, w.size, w.alloc, w.rotateAt = f, walHeaderSize, alloc, w.segBytes
 	w.segs = append(w.segs, seg)
 	return nil
 }

@@ -348,3 +348,43 @@ func TestWALClosedSegmentCut(t *testing.T) {
 	require.Equal(t, span(11, 12, 2), positions(r.entries))
 	require.Equal(t, end, fileSize(t, closed), "the closed segment ends at its last record")
 }
+
+// TestWALFirstSegmentRotatesWhenFull opens a log whose first segment was
+// preallocated to less than the rotation size (a new store's, bounded by
+// walFirstSegmentBytes): it rotates when its zeros run out, into a spare
+// of the rotation size.
+func TestWALFirstSegmentRotatesWhenFull(t *testing.T) {
+	const first, segBytes = 8 << 10, 64 << 10
+	dir := filepath.Join(t.TempDir(), walDirName)
+	require.NoError(t, initWALDir(dir, walPos{}, nil, first))
+	w, _, err := openWAL(dir, segBytes)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, w.close()) }()
+	idx := uint64(0)
+	for w.size < first {
+		if w.spare != nil {
+			<-w.spare.done
+		}
+		idx++
+		require.NoError(t, w.append(&walBatch{entries: bigEnts(idx, idx, 1)}))
+	}
+	require.Len(t, w.segs, 2, "the first segment rotated when its zeros ran out")
+	require.Equal(t, int64(segBytes), fileSize(t, w.segs[1].path), "into a spare of the rotation size")
+	r, err := replayWAL(dir, false)
+	require.NoError(t, err)
+	require.Equal(t, positions(bigEnts(1, idx, 1)), positions(r.entries))
+}
+
+// TestDiskStoreFirstSegmentPreallocated checks that a new store's first
+// segment is zero-filled before its first write, and that writes leave
+// its size alone.
+func TestDiskStoreFirstSegmentPreallocated(t *testing.T) {
+	dir := t.TempDir()
+	s := openStore(t, dir)
+	defer func() { require.NoError(t, s.Close()) }()
+	want := min(walSegmentSize, walFirstSegmentBytes)
+	seg := walFiles(t, dir)[0]
+	require.Equal(t, want, fileSize(t, seg))
+	mustWrite(t, s, &WriteBatch{HardState: hardState(1, 3), Entries: ents(1, 3, 1)})
+	require.Equal(t, want, fileSize(t, seg))
+}
