@@ -35,7 +35,8 @@ import (
 // Preallocation: a segment takes its records in place of zeros written
 // (real zeros, fdatasync'd: not fallocate's unwritten extents, not a sparse
 // hole) before its header, up to the rotation size (a new log's first
-// segment up to walFirstSegmentBytes; it rotates when its zeros run out).
+// segment up to walFirstSegmentBytes; it rotates when its zeros run out,
+// and the next segments grow to the rotation size by walSpareGrowth).
 // A record's write then overwrites allocated, initialized blocks without
 // changing the file's size, so its fdatasync flushes the data only,
 // without an ext4 journal commit (measured on ext4: 106-111 µs against
@@ -266,6 +267,15 @@ func zeroFill(f *os.File, size int64, stop *atomic.Bool) error {
 	return nil
 }
 
+// walSpareGrowth bounds a spare's size to this many times the last
+// segment's: after a new log's small first segment, segments grow to the
+// rotation size in steps (4, 16, 64 MiB), so that each spare is ready
+// before the segment before it is full: it is zero-filled while half a
+// segment of records is written, at most 8 times as many bytes, at the
+// disk's sequential speed (the records' pace is bounded by an fdatasync
+// each).
+const walSpareGrowth = 4
+
 // startSpare starts zero-filling the spare segment on a goroutine, if
 // preallocation is on, none is under way and the last segment is half
 // full (so that 64 MiB of zeros are written once per segment, well before
@@ -274,7 +284,8 @@ func (w *wal) startSpare() {
 	if w.prealloc <= walHeaderSize || w.spare != nil || w.size < w.rotateAt/2 {
 		return
 	}
-	sp := &walSpare{path: filepath.Join(w.dir, walSpareName), size: w.prealloc, done: make(chan struct{})}
+	size := min(w.prealloc, walSpareGrowth*w.rotateAt)
+	sp := &walSpare{path: filepath.Join(w.dir, walSpareName), size: size, done: make(chan struct{})}
 	w.spare = sp
 	fill := fillSpareFile // read here: tests replace it between stores
 	go func() {
@@ -859,16 +870,18 @@ func (w *wal) rotateTo(sp *walSpare) error {
 	}
 	seq := w.segs[len(w.segs)-1].seq + 1
 	var (
-		seg   walSeg
-		f     *os.File
-		alloc int64 = walHeaderSize
-		err   error
+		seg      walSeg
+		f        *os.File
+		alloc    int64 = walHeaderSize
+		rotateAt       = w.segBytes
+		err      error
 	)
 	if sp != nil {
 		if seg, err = installWALSegment(sp.f, sp.path, w.dir, seq, w.last, w.syncFile); err != nil {
 			return err
 		}
 		f, sp.f, alloc = sp.f, nil, max(sp.size, walHeaderSize)
+		rotateAt = min(alloc, w.segBytes) // a growing spare (walSpareGrowth) is full before segBytes
 	} else if seg, f, err = createWALSegment(w.dir, seq, w.last, 0, w.syncFile); err != nil {
 		return err
 	}
@@ -876,7 +889,7 @@ func (w *wal) rotateTo(sp *walSpare) error {
 		_ = f.Close()
 		return fmt.Errorf("close wal segment: %w", err)
 	}
-	w.f, w.size, w.alloc, w.rotateAt = f, walHeaderSize, alloc, w.segBytes
+	w.f, w.size, w.alloc, w.rotateAt = f, walHeaderSize, alloc, rotateAt
 	w.segs = append(w.segs, seg)
 	return nil
 }

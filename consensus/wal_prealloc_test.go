@@ -352,7 +352,7 @@ func TestWALClosedSegmentCut(t *testing.T) {
 // TestWALFirstSegmentRotatesWhenFull opens a log whose first segment was
 // preallocated to less than the rotation size (a new store's, bounded by
 // walFirstSegmentBytes): it rotates when its zeros run out, into a spare
-// of the rotation size.
+// walSpareGrowth times larger, and so on up to the rotation size.
 func TestWALFirstSegmentRotatesWhenFull(t *testing.T) {
 	const first, segBytes = 8 << 10, 64 << 10
 	dir := filepath.Join(t.TempDir(), walDirName)
@@ -361,15 +361,20 @@ func TestWALFirstSegmentRotatesWhenFull(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, w.close()) }()
 	idx := uint64(0)
-	for w.size < first {
+	sizes := []int64{fileSize(t, w.segs[0].path)} // each segment's when it became the last
+	for len(w.segs) < 4 {
 		if w.spare != nil {
 			<-w.spare.done
 		}
 		idx++
+		n := len(w.segs)
 		require.NoError(t, w.append(&walBatch{entries: bigEnts(idx, idx, 1)}))
+		if len(w.segs) > n {
+			sizes = append(sizes, fileSize(t, w.segs[n].path))
+		}
 	}
-	require.Len(t, w.segs, 2, "the first segment rotated when its zeros ran out")
-	require.Equal(t, int64(segBytes), fileSize(t, w.segs[1].path), "into a spare of the rotation size")
+	require.Equal(t, []int64{first, walSpareGrowth * first, segBytes, segBytes}, sizes,
+		"the first segment rotated when its zeros ran out, and the spares grew to the rotation size")
 	r, err := replayWAL(dir, false)
 	require.NoError(t, err)
 	require.Equal(t, positions(bigEnts(1, idx, 1)), positions(r.entries))
