@@ -402,10 +402,9 @@ type walReplay struct {
 	// the one holding the last reset record.
 	hardStateSeq, resetSeq uint64
 	// end is the offset in the last segment where the valid records end;
-	// fileSize its size; dirtyEnd the end of its last non-zero byte after
-	// end (dirtyEnd > end: a torn tail; end < fileSize == dirtyEnd or
-	// end == dirtyEnd: zeros from end, the clean end of a preallocated
-	// segment).
+	// fileSize its size; dirtyEnd the end of its last non-zero byte (at
+	// least end). dirtyEnd > end: a torn tail; the zeros from dirtyEnd to
+	// fileSize are the clean end of a preallocated segment.
 	end, dirtyEnd, fileSize int64
 	// scanned is the number of bytes checkTornTail checksummed.
 	scanned int64
@@ -658,12 +657,13 @@ func openWAL(dir string, segBytes int64) (*wal, *walReplay, error) {
 		// A write torn by a crash: it never returned, so nothing
 		// acknowledged is lost by cutting it. In a preallocated segment
 		// (zeros after the torn bytes, a file at least as long as a first
-		// segment's preallocation) the
-		// cut overwrites the torn bytes with zeros and keeps the zeros
-		// after them; otherwise the file is truncated at end. Either way
+		// segment's preallocation) the cut overwrites the torn bytes with
+		// zeros and keeps the zeros after them; otherwise the file is
+		// truncated at end (either cut is correct; this one keeps a
+		// segment written before preallocation as it was). Either way
 		// what follows end is then zeros or nothing, the clean end of the
-		// log; a crash during the cut leaves torn bytes the next open
-		// cuts the same way.
+		// log; a crash during the cut leaves torn bytes the next open cuts
+		// the same way.
 		if r.dirtyEnd < r.fileSize && r.fileSize >= min(segBytes, walFirstSegmentBytes) {
 			w.torn = tornTail{path: lastSeg.path, offset: r.end, len: r.dirtyEnd - r.end, cause: r.tailErr}
 			_, err = f.WriteAt(make([]byte, r.dirtyEnd-r.end), r.end)
