@@ -108,3 +108,33 @@ func BenchmarkReadSnapshot(b *testing.B) {
 		})
 	}
 }
+
+// scaleTree returns a tree shaped like zkbench's scale run: n znodes of 100
+// bytes under 10 parents.
+func scaleTree(n int) *Tree {
+	tree := New(Options{})
+	tree.Apply(TxnContext{Zxid: 1, Auth: local}, createW(jute.OpCreate, "/scale", nil, open, 0, 0))
+	zxid := int64(2)
+	for p := 0; p < 10; p++ {
+		tree.Apply(TxnContext{Zxid: zxid, Auth: local}, createW(jute.OpCreate, fmt.Sprintf("/scale/p%d", p), nil, open, 0, 0))
+		zxid++
+	}
+	data := make([]byte, 100)
+	for i := 0; i < n; i++ {
+		tree.Apply(TxnContext{Zxid: zxid, Auth: local}, createW(jute.OpCreate, fmt.Sprintf("/scale/p%d/n%d", i%10, i), data, open, 0, 0))
+		zxid++
+	}
+	return tree
+}
+
+// BenchmarkFreeze is the pause a snapshot costs the apply loop: freezing a
+// tree of 200k znodes.
+func BenchmarkFreeze(b *testing.B) {
+	tree := scaleTree(200000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f := tree.Freeze()
+		_ = f
+	}
+}
