@@ -134,7 +134,6 @@ func BenchmarkFreeze(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		f := tree.Freeze()
-		_ = f
+		tree.Freeze().Release()
 	}
 }

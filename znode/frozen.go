@@ -1,43 +1,171 @@
 package znode
 
-import "io"
+import (
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+)
 
-// Frozen is a copy of a Tree's nodes (path and meta, not children) taken by
-// Freeze, for writing a snapshot while the tree goes on changing. Taking it
-// costs one struct copy per node: data and ACL slices are shared, which is
-// safe because writes replace them and never mutate them in place.
-type Frozen struct {
-	nodes []node
+// Freezing is copy-on-write.
+//
+// Freeze collects pointers to the tree's nodes and registers a freezeState
+// with the tree; it copies no node. From then on the apply goroutine, in
+// Tree.save (through which every change to a node's meta goes, for the undo
+// log already), copies a node's meta into the saved map of each active
+// freezeState that has not got it yet, before changing it. The encoder,
+// on another goroutine, reads each frozen node under the freezeState's
+// mutex: the saved copy if there is one, else the live meta, which cannot
+// change before the apply goroutine has stored a copy under that mutex.
+//
+// Invariants:
+//   - Every write to a node's meta happens after save(n) returned (verified
+//     by the tests comparing a Frozen's bytes with the tree's at Freeze,
+//     under -race).
+//   - A node's meta is never cleared by remove, and nodes are never reused:
+//     a frozen node removed afterwards still holds the meta it had (or has
+//     a saved copy).
+//   - For an active freezeState f and a node n: if n.frozenGen < f.gen, n
+//     existed when f was taken (it is in f's node list) and n.meta has not
+//     changed since; otherwise n was created after f was taken (and is not
+//     in its list) or f.saved holds n's meta as of f.
+//   - Data and ACL slices are never mutated in place, so a meta copy shares
+//     them safely.
+//
+// Several freezes may be active at once (a local snapshot and a backup):
+// each has its own saved map, and save copies into each. A Frozen is
+// released by Release once written; one dropped without Release is released
+// when the garbage collector finds it unreachable (runtime.AddCleanup), so
+// an abandoned snapshot does not keep collecting copies forever.
+
+// freezeState is the part of a Frozen the tree holds while it is active.
+type freezeState struct {
+	gen uint64 // Tree.freezeGen when taken; increasing
+	mu  sync.Mutex
+	// saved maps a frozen node changed since the freeze to its meta at
+	// the freeze. Guarded by mu; nil once released.
+	saved    map[*node]meta
+	released atomic.Bool // read without mu by the apply goroutine to prune
 }
 
-// Freeze copies the tree's nodes. It must be called under the same lock as
-// any other read; the Frozen is then independent of the tree.
-func (t *Tree) Freeze() *Frozen {
-	f := &Frozen{nodes: make([]node, 0, len(t.nodes))}
-	for _, n := range t.nodes {
-		f.nodes = append(f.nodes, node{path: n.path, meta: n.meta})
+// release drops the saved copies; save stores none after it.
+func (s *freezeState) release() {
+	s.mu.Lock()
+	s.saved = nil
+	s.released.Store(true)
+	s.mu.Unlock()
+}
+
+// metaOf returns n's meta as of the freeze. n must be a frozen node.
+func (s *freezeState) metaOf(n *node) meta {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if m, ok := s.saved[n]; ok {
+		return m
 	}
+	return n.meta
+}
+
+// Frozen is a Tree's nodes as they were when Freeze took it, for writing a
+// snapshot while the tree goes on changing. It may be used on any one
+// goroutine, concurrently with the tree's writes.
+type Frozen struct {
+	st    *freezeState
+	nodes []*node // every node at the freeze, unsorted until written
+}
+
+// ErrReleased is returned for a Frozen used after Release.
+var ErrReleased = errors.New("znode: frozen tree used after Release")
+
+// Freeze takes a copy-on-write view of the tree: it collects a pointer per
+// node and copies no node (see above). It must be called under the same
+// lock as any other read (it may run together with reads, never with a
+// write); Freeze calls are serialized internally. The caller should call
+// Release once done with the Frozen.
+func (t *Tree) Freeze() *Frozen {
+	t.freezeMu.Lock()
+	defer t.freezeMu.Unlock()
+	t.pruneFreezes()
+	t.freezeGen++
+	st := &freezeState{gen: t.freezeGen, saved: make(map[*node]meta)}
+	t.freezes = append(t.freezes, st)
+	f := &Frozen{st: st, nodes: make([]*node, 0, len(t.nodes))}
+	for _, n := range t.nodes {
+		f.nodes = append(f.nodes, n)
+	}
+	runtime.AddCleanup(f, (*freezeState).release, st)
 	return f
+}
+
+// Release ends the freeze: the tree stops saving copies for it and those
+// saved are dropped. The Frozen cannot be written afterwards. Releasing
+// twice is harmless.
+func (f *Frozen) Release() {
+	f.st.release()
+	f.nodes = nil
+}
+
+// pruneFreezes forgets released freezes. Called with the tree's write lock
+// or freezeMu held (the latter under a read lock, which excludes writes).
+func (t *Tree) pruneFreezes() {
+	live := t.freezes[:0]
+	for _, st := range t.freezes {
+		if !st.released.Load() {
+			live = append(live, st)
+		}
+	}
+	clear(t.freezes[len(live):])
+	t.freezes = live
+}
+
+// saveFrozen stores n's meta in every active freeze taken since n's meta
+// was last saved for one (or n was created), before the caller changes it.
+func (t *Tree) saveFrozen(n *node) {
+	if n.frozenGen >= t.freezeGen {
+		return
+	}
+	pruned := false
+	for _, st := range t.freezes {
+		if st.gen <= n.frozenGen {
+			continue
+		}
+		st.mu.Lock()
+		if st.saved != nil {
+			st.saved[n] = n.meta
+		} else {
+			pruned = true
+		}
+		st.mu.Unlock()
+	}
+	n.frozenGen = t.freezeGen
+	if pruned {
+		t.pruneFreezes()
+	}
 }
 
 // WriteSnapshot writes the frozen tree exactly as Tree.WriteSnapshot wrote
 // the tree when it was frozen.
 func (f *Frozen) WriteSnapshot(w io.Writer) error {
-	ptrs := make([]*node, len(f.nodes))
-	for i := range f.nodes {
-		ptrs[i] = &f.nodes[i]
+	if f.st.released.Load() {
+		return ErrReleased
 	}
-	return writeSnapshot(w, ptrs)
+	return writeSnapshot(w, f.nodes, f.st)
 }
 
 // SnapshotSize returns the exact number of bytes WriteSnapshot writes, so
 // that a caller can encode into one buffer of the right size instead of a
 // growing one (at a million znodes a snapshot is hundreds of MB, and each
-// doubling of a buffer is a transient copy).
-func (f *Frozen) SnapshotSize() int {
-	size := len(snapMagic) + 8 + 4 // magic, node count, CRC
-	for i := range f.nodes {
-		size += encodedSize(&f.nodes[i])
+// doubling of a buffer is a transient copy). It returns ErrReleased after
+// Release.
+func (f *Frozen) SnapshotSize() (int, error) {
+	if f.st.released.Load() {
+		return 0, ErrReleased
 	}
-	return size
+	size := len(snapMagic) + 8 + 4 // magic, node count, CRC
+	for _, n := range f.nodes {
+		m := f.st.metaOf(n)
+		size += encodedSize(n.path, &m)
+	}
+	return size, nil
 }

@@ -64,12 +64,12 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 		return "", jute.Stat{}, ev, jute.ErrNoChildrenForEphemerals
 	}
 
-	n := &node{path: path, meta: meta{
+	n := t.newNode(path, meta{
 		data:  cloneData(data),
 		acl:   stored,
 		czxid: ctx.Zxid, mzxid: ctx.Zxid, pzxid: ctx.Zxid,
 		ctime: ctx.Time, mtime: ctx.Time,
-	}}
+	})
 	switch {
 	case op == jute.OpCreateContainer:
 		n.kind = kindContainer
@@ -294,6 +294,7 @@ func Under(path, prefix string) bool {
 // EnsembleTracker watches. Clients cannot write this node themselves.
 func (t *Tree) SetConfig(ctx TxnContext, data []byte) []Event {
 	n := t.lookup(configPath)
+	t.save(n)
 	t.setData(n, append([]byte{}, data...))
 	n.mzxid, n.mtime, n.version = ctx.Zxid, ctx.Time, -1
 	return []Event{{Type: jute.EventNodeDataChanged, Path: configPath}}

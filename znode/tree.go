@@ -1,6 +1,8 @@
 package znode
 
 import (
+	"sync"
+
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -48,6 +50,13 @@ type Tree struct {
 	// undo is the multi's undo log; recording is on only inside a multi.
 	undo      []undoRec
 	recording bool
+
+	// Copy-on-write freezes (frozen.go). freezeMu serializes Freeze calls,
+	// which run under a read lock; writes, which hold the write lock,
+	// read and prune freezes without it.
+	freezeMu  sync.Mutex
+	freezeGen uint64         // number of Freeze calls so far
+	freezes   []*freezeState // possibly active freezes, oldest first
 }
 
 // New returns a tree holding ZooKeeper 3.8's built-in nodes: "/",
@@ -80,6 +89,12 @@ func newEmpty(opts Options) *Tree {
 		open:       []jute.ACL{openEntry},
 		quotas:     make(map[string]*usage),
 	}
+}
+
+// newNode returns a node to insert, created after every freeze taken so
+// far (which must not save its meta: it is in none of their node lists).
+func (t *Tree) newNode(path string, m meta) *node {
+	return &node{path: path, meta: m, frozenGen: t.freezeGen}
 }
 
 // lookup returns the node at path. As in ZooKeeper, whose node map also holds
@@ -147,8 +162,12 @@ func (t *Tree) remove(n, parent *node) {
 	}
 }
 
-// save records n's meta in the undo log before a change to it.
+// save records n's meta in the undo log and for the active freezes
+// (frozen.go) before a change to it. Every write to a node's meta must come
+// after save(n), except to a node created by the same write before it is
+// inserted.
 func (t *Tree) save(n *node) {
+	t.saveFrozen(n)
 	if t.recording {
 		t.undo = append(t.undo, undoRec{op: undoMeta, n: n, saved: n.meta})
 	}
