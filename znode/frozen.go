@@ -150,7 +150,12 @@ func (f *Frozen) WriteSnapshot(w io.Writer) error {
 	if f.st.released.Load() {
 		return ErrReleased
 	}
-	return writeSnapshot(w, f.nodes, f.st)
+	err := writeSnapshot(w, f.nodes, f.st)
+	// f's cleanup releases the freeze once f is unreachable, which could
+	// otherwise be as soon as its fields were loaded, before the encoding
+	// ends.
+	runtime.KeepAlive(f)
+	return err
 }
 
 // SnapshotSize returns the exact number of bytes WriteSnapshot writes, so
@@ -167,5 +172,6 @@ func (f *Frozen) SnapshotSize() (int, error) {
 		m := f.st.metaOf(n)
 		size += encodedSize(n.path, &m)
 	}
+	runtime.KeepAlive(f) // as in WriteSnapshot
 	return size, nil
 }

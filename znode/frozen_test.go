@@ -254,3 +254,34 @@ func TestFrozenDroppedIsReleased(t *testing.T) {
 	c.setData("/a", []byte("x"), -1)
 	require.Empty(t, tree.freezes)
 }
+
+// gcWriter collects garbage on every write, so that a cleanup due while a
+// snapshot is being written runs then.
+type gcWriter struct{ bytes.Buffer }
+
+func (w *gcWriter) Write(p []byte) (int, error) {
+	for range 5 {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	return w.Buffer.Write(p)
+}
+
+// A Frozen is not released by its cleanup while it is being written, even
+// when nothing refers to it any more but the running WriteSnapshot.
+func TestFrozenNotReleasedWhileWriting(t *testing.T) {
+	tree := mustNewTree(t)
+	c := newClient(t, tree)
+	const n = 3000
+	for i := range n {
+		c.mk(fmt.Sprintf("/n%05d", i), make([]byte, 100), 0)
+	}
+	want := wantFrozen(t, tree)
+	f := tree.Freeze()
+	for i := range n {
+		c.setData(fmt.Sprintf("/n%05d", i), []byte("changed"), -1)
+	}
+	var w gcWriter
+	require.NoError(t, f.WriteSnapshot(&w)) // the last use of f
+	requireSameSnapshot(t, want, w.Bytes())
+}
