@@ -13,40 +13,44 @@ import (
 // Freeze collects pointers to the tree's nodes and registers a freezeState
 // with the tree; it copies no node. From then on the apply goroutine, in
 // Tree.save (through which every change to a node's meta goes, for the undo
-// log already), copies a node's meta into the saved map of each active
-// freezeState that has not got it yet, before changing it. The encoder,
+// log already), copies the node's meta into the saved map of each active
+// freezeState that has no copy of it yet, before the change. The encoder,
 // on another goroutine, reads each frozen node under the freezeState's
 // mutex: the saved copy if there is one, else the live meta, which cannot
 // change before the apply goroutine has stored a copy under that mutex.
 //
 // Invariants:
-//   - Every write to a node's meta happens after save(n) returned (verified
-//     by the tests comparing a Frozen's bytes with the tree's at Freeze,
-//     under -race).
-//   - A node's meta is never cleared by remove, and nodes are never reused:
-//     a frozen node removed afterwards still holds the meta it had (or has
-//     a saved copy).
-//   - For an active freezeState f and a node n: if n.frozenGen < f.gen, n
-//     existed when f was taken (it is in f's node list) and n.meta has not
-//     changed since; otherwise n was created after f was taken (and is not
-//     in its list) or f.saved holds n's meta as of f.
+//   - Every write to a node's meta happens after save(n) returned, except
+//     the writes that make a new node before it is inserted (verified by
+//     the tests comparing a Frozen's bytes with a deep copy taken at
+//     Freeze, under -race).
+//   - For an active freeze and a node n in its list, either n.meta is as it
+//     was at the freeze, or saved[n] holds that meta (the first copy is
+//     kept: a later save of n does not replace it). A node created after
+//     the freeze may get a copy too (not in the list, it is never read).
+//   - A node's meta is not cleared by remove and nodes are never reused, so
+//     a frozen node removed afterwards still holds its frozen meta (or has
+//     a copy); a multi's rollback writes metas its own saves copied first.
 //   - Data and ACL slices are never mutated in place, so a meta copy shares
 //     them safely.
+//
+// There is no per-node mark of "copied already": it would take 8 bytes a
+// node (a node of 144 bytes would move to the 160-byte size class), while
+// a freeze is active a save costs only a mutex and a map lookup more.
 //
 // Several freezes may be active at once (a local snapshot and a backup):
 // each has its own saved map, and save copies into each. A Frozen is
 // released by Release once written; one dropped without Release is released
 // when the garbage collector finds it unreachable (runtime.AddCleanup), so
-// an abandoned snapshot does not keep collecting copies forever.
+// an abandoned snapshot does not keep collecting copies.
 
 // freezeState is the part of a Frozen the tree holds while it is active.
 type freezeState struct {
-	gen uint64 // Tree.freezeGen when taken; increasing
-	mu  sync.Mutex
+	mu sync.Mutex
 	// saved maps a frozen node changed since the freeze to its meta at
 	// the freeze. Guarded by mu; nil once released.
 	saved    map[*node]meta
-	released atomic.Bool // read without mu by the apply goroutine to prune
+	released atomic.Bool // set under mu; read without it to prune
 }
 
 // release drops the saved copies; save stores none after it.
@@ -87,8 +91,7 @@ func (t *Tree) Freeze() *Frozen {
 	t.freezeMu.Lock()
 	defer t.freezeMu.Unlock()
 	t.pruneFreezes()
-	t.freezeGen++
-	st := &freezeState{gen: t.freezeGen, saved: make(map[*node]meta)}
+	st := &freezeState{saved: make(map[*node]meta)}
 	t.freezes = append(t.freezes, st)
 	f := &Frozen{st: st, nodes: make([]*node, 0, len(t.nodes))}
 	for _, n := range t.nodes {
@@ -119,26 +122,19 @@ func (t *Tree) pruneFreezes() {
 	t.freezes = live
 }
 
-// saveFrozen stores n's meta in every active freeze taken since n's meta
-// was last saved for one (or n was created), before the caller changes it.
+// saveFrozen stores n's meta in every active freeze that has no copy of
+// it yet, before the caller changes it, and forgets released freezes.
 func (t *Tree) saveFrozen(n *node) {
-	if n.frozenGen >= t.freezeGen {
-		return
-	}
 	pruned := false
 	for _, st := range t.freezes {
-		if st.gen <= n.frozenGen {
-			continue
-		}
 		st.mu.Lock()
-		if st.saved != nil {
-			st.saved[n] = n.meta
-		} else {
+		if st.saved == nil {
 			pruned = true
+		} else if _, ok := st.saved[n]; !ok {
+			st.saved[n] = n.meta
 		}
 		st.mu.Unlock()
 	}
-	n.frozenGen = t.freezeGen
 	if pruned {
 		t.pruneFreezes()
 	}

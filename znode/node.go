@@ -46,10 +46,6 @@ type node struct {
 	// children holds the names (not paths) of the children; nil when empty.
 	// Invariant: len(children) == the Stat's numChildren.
 	children map[string]struct{}
-	// frozenGen is the Tree's freezeGen when this node's meta was last
-	// saved for the active freezes, or when it was created (frozen.go);
-	// touched by the apply goroutine only.
-	frozenGen uint64
 }
 
 // stat returns the node's client-visible Stat.

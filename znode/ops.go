@@ -64,12 +64,12 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 		return "", jute.Stat{}, ev, jute.ErrNoChildrenForEphemerals
 	}
 
-	n := t.newNode(path, meta{
+	n := &node{path: path, meta: meta{
 		data:  cloneData(data),
 		acl:   stored,
 		czxid: ctx.Zxid, mzxid: ctx.Zxid, pzxid: ctx.Zxid,
 		ctime: ctx.Time, mtime: ctx.Time,
-	})
+	}}
 	switch {
 	case op == jute.OpCreateContainer:
 		n.kind = kindContainer

@@ -54,9 +54,8 @@ type Tree struct {
 	// Copy-on-write freezes (frozen.go). freezeMu serializes Freeze calls,
 	// which run under a read lock; writes, which hold the write lock,
 	// read and prune freezes without it.
-	freezeMu  sync.Mutex
-	freezeGen uint64         // number of Freeze calls so far
-	freezes   []*freezeState // possibly active freezes, oldest first
+	freezeMu sync.Mutex
+	freezes  []*freezeState // active freezes (and released ones not pruned yet)
 }
 
 // New returns a tree holding ZooKeeper 3.8's built-in nodes: "/",
@@ -89,12 +88,6 @@ func newEmpty(opts Options) *Tree {
 		open:       []jute.ACL{openEntry},
 		quotas:     make(map[string]*usage),
 	}
-}
-
-// newNode returns a node to insert, created after every freeze taken so
-// far (which must not save its meta: it is in none of their node lists).
-func (t *Tree) newNode(path string, m meta) *node {
-	return &node{path: path, meta: m, frozenGen: t.freezeGen}
 }
 
 // lookup returns the node at path. As in ZooKeeper, whose node map also holds
@@ -167,7 +160,9 @@ func (t *Tree) remove(n, parent *node) {
 // after save(n), except to a node created by the same write before it is
 // inserted.
 func (t *Tree) save(n *node) {
-	t.saveFrozen(n)
+	if len(t.freezes) > 0 {
+		t.saveFrozen(n)
+	}
 	if t.recording {
 		t.undo = append(t.undo, undoRec{op: undoMeta, n: n, saved: n.meta})
 	}
