@@ -137,3 +137,31 @@ func BenchmarkFreeze(b *testing.B) {
 		tree.Freeze().Release()
 	}
 }
+
+// BenchmarkApplySetData is setData on 100k znodes, with no freeze and while
+// a freeze is active (each save then copies the node's meta for it, once).
+func BenchmarkApplySetData(b *testing.B) {
+	for _, frozen := range []bool{false, true} {
+		b.Run(fmt.Sprintf("frozen=%v", frozen), func(b *testing.B) {
+			const n = 100000
+			tree := scaleTree(n)
+			if frozen {
+				f := tree.Freeze()
+				defer f.Release()
+			}
+			w := &Write{Type: jute.OpSetData, SetData: &jute.SetDataRequest{Data: make([]byte, 100), Version: -1}}
+			paths := make([]string, n)
+			for i := range paths {
+				paths[i] = fmt.Sprintf("/scale/p%d/n%d", i%10, i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				w.SetData.Path = paths[i%n]
+				if r, _ := tree.Apply(TxnContext{Zxid: int64(n + 20 + i), Auth: local}, w); r.Err != 0 {
+					b.Fatal(r.Err)
+				}
+			}
+		})
+	}
+}
