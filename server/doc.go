@@ -109,6 +109,11 @@
 // requestQueue takes no mutex but replyQueue.mu, and builds a reply (a read
 // takes stateMachine.mu's read side) with none held.
 //
+// The znode tree's locks are leaves too: Apply takes a copy-on-write
+// freeze's mutex (znode frozen.go) under stateMachine.mu's write side, and
+// the snapshot encoder takes it with no server mutex held; FreezeSnapshot
+// takes the tree's freeze mutex under the read side.
+//
 // session.Tracker's and consensus.Node's own locks are leaves from this
 // package's view: their methods are called with no server mutex held, except
 // that Node methods may be called under reconfigMu. Server.stopOnce and

@@ -13,8 +13,10 @@ import (
 var _ consensus.SnapshotFreezer = (*stateMachine)(nil)
 
 // FreezeSnapshot implements consensus.SnapshotFreezer. On the raft loop it
-// copies what a snapshot needs: the tree's nodes (one struct copy each, see
-// znode.Frozen), the session table (already serialized: it is small), the
+// takes what a snapshot needs: the tree's copy-on-write freeze (a pointer
+// per node; the tree saves a node's old meta for it when a later entry
+// changes the node, until the returned function ends; see znode.Frozen),
+// the session table (already serialized: it is small), the
 // write order per session and the pending lock-delay deletions. The returned
 // function builds the snapshot's bytes as of this point, off the loop, while
 // later entries are applied; Snapshot is the two steps at once, so there is
@@ -30,6 +32,7 @@ func (sm *stateMachine) freezeLocked() (func() ([]byte, error), error) {
 	tree := sm.tree.Freeze()
 	var sessions bytes.Buffer
 	if err := sm.sessions.WriteSnapshot(&sessions); err != nil {
+		tree.Release()
 		return nil, fmt.Errorf("snapshot sessions: %w", err)
 	}
 	zxid := uint64(sm.lastZxid.Load())
@@ -51,7 +54,12 @@ func (sm *stateMachine) freezeLocked() (func() ([]byte, error), error) {
 		// no growing buffer and no copy of the tree's encoding, the bulk
 		// of the snapshot (transient memory at a million znodes: the
 		// payload once instead of about three times).
-		treeLen := tree.SnapshotSize()
+		// The tree's copy-on-write freeze ends here, written or not.
+		defer tree.Release()
+		treeLen, err := tree.SnapshotSize()
+		if err != nil {
+			return nil, fmt.Errorf("snapshot tree: %w", err)
+		}
 		out := make([]byte, 0, len(snapshotMagic)+24+treeLen+sessions.Len()+24*len(order)+8+16*len(delayed))
 		if len(delayed) == 0 {
 			out = append(out, snapshotMagic...)

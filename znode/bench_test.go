@@ -108,3 +108,60 @@ func BenchmarkReadSnapshot(b *testing.B) {
 		})
 	}
 }
+
+// scaleTree returns a tree shaped like zkbench's scale run: n znodes of 100
+// bytes under 10 parents.
+func scaleTree(n int) *Tree {
+	tree := New(Options{})
+	tree.Apply(TxnContext{Zxid: 1, Auth: local}, createW(jute.OpCreate, "/scale", nil, open, 0, 0))
+	zxid := int64(2)
+	for p := 0; p < 10; p++ {
+		tree.Apply(TxnContext{Zxid: zxid, Auth: local}, createW(jute.OpCreate, fmt.Sprintf("/scale/p%d", p), nil, open, 0, 0))
+		zxid++
+	}
+	data := make([]byte, 100)
+	for i := 0; i < n; i++ {
+		tree.Apply(TxnContext{Zxid: zxid, Auth: local}, createW(jute.OpCreate, fmt.Sprintf("/scale/p%d/n%d", i%10, i), data, open, 0, 0))
+		zxid++
+	}
+	return tree
+}
+
+// BenchmarkFreeze is the pause a snapshot costs the apply loop: freezing a
+// tree of 200k znodes.
+func BenchmarkFreeze(b *testing.B) {
+	tree := scaleTree(200000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tree.Freeze().Release()
+	}
+}
+
+// BenchmarkApplySetData is setData on 100k znodes, with no freeze and while
+// a freeze is active (each save then copies the node's meta for it, once).
+func BenchmarkApplySetData(b *testing.B) {
+	for _, frozen := range []bool{false, true} {
+		b.Run(fmt.Sprintf("frozen=%v", frozen), func(b *testing.B) {
+			const n = 100000
+			tree := scaleTree(n)
+			if frozen {
+				f := tree.Freeze()
+				defer f.Release()
+			}
+			w := &Write{Type: jute.OpSetData, SetData: &jute.SetDataRequest{Data: make([]byte, 100), Version: -1}}
+			paths := make([]string, n)
+			for i := range paths {
+				paths[i] = fmt.Sprintf("/scale/p%d/n%d", i%10, i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				w.SetData.Path = paths[i%n]
+				if r, _ := tree.Apply(TxnContext{Zxid: int64(n + 20 + i), Auth: local}, w); r.Err != 0 {
+					b.Fatal(r.Err)
+				}
+			}
+		})
+	}
+}

@@ -44,7 +44,7 @@ func Build(opts Options, nodes []BuiltNode) (*Tree, error) {
 		ns = append(ns, n)
 	}
 	var buf bytes.Buffer
-	if err := writeSnapshot(&buf, ns); err != nil {
+	if err := writeSnapshot(&buf, ns, nil); err != nil {
 		return nil, err
 	}
 	t, err := ReadSnapshot(&buf, opts)

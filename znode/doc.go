@@ -7,7 +7,11 @@
 // with lock-delay) on its apply goroutine while holding a write lock;
 // connections call the read methods (Exists, GetData, ...) under a read lock. A Tree is not safe for concurrent use otherwise: reads never
 // mutate it, so any number of reads may run together, but never together
-// with Apply, DeleteEphemerals or another mutation.
+// with Apply, DeleteEphemerals or another mutation. Freeze is a read in
+// this sense (it serializes itself with other Freeze calls); the Frozen it
+// returns is written on another goroutine while the tree goes on being
+// written: the tree copies a frozen node's meta before changing it
+// (copy-on-write, frozen.go).
 //
 // Invariants (verified by Tree.Check, which every test runs in its cleanup):
 //   - Apply is a pure function of (tree state, TxnContext, Write). It never

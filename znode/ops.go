@@ -294,6 +294,7 @@ func Under(path, prefix string) bool {
 // EnsembleTracker watches. Clients cannot write this node themselves.
 func (t *Tree) SetConfig(ctx TxnContext, data []byte) []Event {
 	n := t.lookup(configPath)
+	t.save(n)
 	t.setData(n, append([]byte{}, data...))
 	n.mzxid, n.mtime, n.version = ctx.Zxid, ctx.Time, -1
 	return []Event{{Type: jute.EventNodeDataChanged, Path: configPath}}

@@ -42,12 +42,13 @@ func (t *Tree) WriteSnapshot(w io.Writer) error {
 	for _, n := range t.nodes {
 		nodes = append(nodes, n)
 	}
-	return writeSnapshot(w, nodes)
+	return writeSnapshot(w, nodes, nil)
 }
 
 // writeSnapshot writes nodes (in any order; sorted here by path) in the
-// snapshot format. Only path and meta are read.
-func writeSnapshot(w io.Writer, nodes []*node) error {
+// snapshot format. Only path and meta are read: the live meta if frozen is
+// nil, else the meta as of that freeze.
+func writeSnapshot(w io.Writer, nodes []*node, frozen *freezeState) error {
 	slices.SortFunc(nodes, func(a, b *node) int { return strings.Compare(a.path, b.path) })
 	bw := bufio.NewWriterSize(w, 64<<10)
 	crc := crc32.New(castagnoli)
@@ -56,7 +57,12 @@ func writeSnapshot(w io.Writer, nodes []*node) error {
 	buf = append(buf, snapMagic...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(nodes)))
 	for _, n := range nodes {
-		buf = appendNode(buf, n)
+		if frozen != nil {
+			m := frozen.metaOf(n)
+			buf = appendNode(buf, n.path, &m)
+		} else {
+			buf = appendNode(buf, n.path, &n.meta)
+		}
 		if len(buf) >= 32<<10 {
 			crc.Write(buf)
 			if _, err := bw.Write(buf); err != nil {
@@ -81,8 +87,8 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func appendNode(b []byte, n *node) []byte {
-	b = appendString(b, n.path)
+func appendNode(b []byte, path string, n *meta) []byte {
+	b = appendString(b, path)
 	b = append(b, byte(n.kind))
 	for _, v := range [...]int64{n.owner, n.ttl, n.czxid, n.mzxid, n.ctime, n.mtime, n.pzxid} {
 		b = binary.BigEndian.AppendUint64(b, uint64(v))
@@ -105,9 +111,9 @@ func appendNode(b []byte, n *node) []byte {
 	return b
 }
 
-// encodedSize is len(appendNode(nil, n)).
-func encodedSize(n *node) int {
-	size := 4 + len(n.path) + 1 + 7*8 + 3*4 + 4 + len(n.data) + 4
+// encodedSize is len(appendNode(nil, path, n)).
+func encodedSize(path string, n *meta) int {
+	size := 4 + len(path) + 1 + 7*8 + 3*4 + 4 + len(n.data) + 4
 	for _, a := range n.acl {
 		size += 4 + 4 + len(a.ID.Scheme) + 4 + len(a.ID.ID)
 	}

@@ -236,7 +236,7 @@ func TestSnapshotStructureChecks(t *testing.T) {
 		b := append([]byte(nil), snapMagic...)
 		b = append(b, 0, 0, 0, 0, 0, 0, 0, byte(len(nodes)))
 		for _, n := range nodes {
-			b = appendNode(b, n)
+			b = appendNode(b, n.path, &n.meta)
 		}
 		crc := crcOf(b)
 		return append(b, byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc))

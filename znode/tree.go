@@ -1,6 +1,8 @@
 package znode
 
 import (
+	"sync"
+
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -48,6 +50,12 @@ type Tree struct {
 	// undo is the multi's undo log; recording is on only inside a multi.
 	undo      []undoRec
 	recording bool
+
+	// Copy-on-write freezes (frozen.go). freezeMu serializes Freeze calls,
+	// which run under a read lock; writes, which hold the write lock,
+	// read and prune freezes without it.
+	freezeMu sync.Mutex
+	freezes  []*freezeState // active freezes (and released ones not pruned yet)
 }
 
 // New returns a tree holding ZooKeeper 3.8's built-in nodes: "/",
@@ -147,8 +155,14 @@ func (t *Tree) remove(n, parent *node) {
 	}
 }
 
-// save records n's meta in the undo log before a change to it.
+// save records n's meta in the undo log and for the active freezes
+// (frozen.go) before a change to it. Every write to a node's meta must come
+// after save(n), except to a node created by the same write before it is
+// inserted.
 func (t *Tree) save(n *node) {
+	if len(t.freezes) > 0 {
+		t.saveFrozen(n)
+	}
 	if t.recording {
 		t.undo = append(t.undo, undoRec{op: undoMeta, n: n, saved: n.meta})
 	}
