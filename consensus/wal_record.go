@@ -140,7 +140,7 @@ func plausibleHeader(hdr []byte) (length int, ok bool) {
 	return int(n), true
 }
 
-// zeroChunk is compared against in allZero and zeroPrefixLen: bytes.Equal
+// zeroChunk is compared against in allZero and nonZeroLen: bytes.Equal
 // compares many bytes per instruction, so checking a preallocated
 // segment's megabytes of zeros takes milliseconds.
 var zeroChunk [4096]byte
