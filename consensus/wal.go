@@ -80,7 +80,9 @@ import (
 //     never taken for a record. The
 //     search for a valid record after it is bounded (checkTornTail): it
 //     skips the bad record's own payload when its header is plausible, and
-//     gives up after a budget of checksum work, deciding for a torn write
+//     gives up after a budget of checksum work (proportional to the
+//     non-zero bytes after the bad record; bytes a candidate claims in the
+//     zeros after them cost nothing), deciding for a torn write
 //     only when the bad header claims more bytes than the file has. (Damage
 //     to the last record after it was acknowledged looks the same and is
 //     cut the same way; a member of a group gets it again from the
@@ -559,10 +561,15 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 
 // walScanBudget is the least checksum work (bytes) checkTornTail may do
 // looking for a valid record after a bad one; the budget is the larger of
-// it and 4 times the bytes after the bad record. Bytes inside an entry
-// (client data) can look like record headers at every aligned offset, each
-// claiming up to all the bytes after it: checking every one would be
-// quadratic in the tail's size.
+// it and 4 times the bytes after the bad record up to the segment's last
+// non-zero byte (not the zeros of a preallocated segment after it). Bytes
+// inside an entry (client data) can look like record headers at every
+// aligned offset, each claiming up to all the bytes after it: checking
+// every one would be quadratic in the tail's size. A candidate's bytes in
+// the zeros after the last non-zero byte cost nothing: its checksum is
+// extended over them by crc32cZeros (nextValidRecord), so fake headers
+// claiming megabytes of a preallocated segment's zeros cost no more than
+// the non-zero bytes they cover.
 const walScanBudget int64 = 64 << 20
 
 // checkTornTail decides whether the record at off of the last segment,
@@ -585,17 +592,18 @@ const walScanBudget int64 = 64 << 20
 // In the last two cases, a search that runs out of budget is an error: the
 // member stops rather than guess that nothing acknowledged follows.
 func checkTornTail(data []byte, off int, salt uint32, derr error) (work int64, err error) {
-	if allZero(data[off:]) {
+	nzEnd := off + nonZeroLen(data[off:])
+	if nzEnd == off {
 		return 0, nil
 	}
-	budget := max(walScanBudget, 4*int64(len(data)-off))
+	budget := max(walScanBudget, 4*int64(nzEnd-off))
 	from, favourTorn := off+recAlign, errors.Is(derr, errRecordShort)
 	if !favourTorn && len(data)-off >= recHeaderSize {
 		if length, ok := plausibleHeader(data[off:]); ok {
 			from = off + recPadded(recHeaderSize+length)
 		}
 	}
-	next, work, exhausted := nextValidRecord(data, from, salt, budget)
+	next, work, exhausted := nextValidRecord(data, from, nzEnd, salt, budget)
 	switch {
 	case next >= 0:
 		return work, fmt.Errorf("bad record at offset %d followed by a valid record at offset %d: %w", off, next, derr)
@@ -607,21 +615,41 @@ func checkTornTail(data []byte, off int, salt uint32, derr error) (work int64, e
 }
 
 // nextValidRecord returns the offset of the first record at or after from
-// (at an aligned offset) that decodes with salt, or -1. It checksums at
+// (at an aligned offset) that decodes with salt, or -1. nzEnd is the end
+// of data's last non-zero byte: data[nzEnd:] is zeros. It checksums at
 // most budget bytes (work) and reports whether it stopped for that.
-func nextValidRecord(data []byte, from int, salt uint32, budget int64) (next int, work int64, exhausted bool) {
-	for o := from; o+recHeaderSize <= len(data); o += recAlign {
+//
+// A candidate whose payload reaches past nzEnd is checksummed over its
+// bytes before nzEnd only, then extended over the zeros after them
+// (crc32cZeros); its padding is zeros by construction. That is the same
+// verdict decodeRecord gives on the same bytes, at the cost of the
+// non-zero part.
+func nextValidRecord(data []byte, from, nzEnd int, salt uint32, budget int64) (next int, work int64, exhausted bool) {
+	// A header's type byte (offset 8) is not zero: no record starts at or
+	// after nzEnd-8.
+	for o := from; o+recHeaderSize <= len(data) && o+8 < nzEnd; o += recAlign {
 		// Cheap rejects before the checksum.
 		length, ok := plausibleHeader(data[o:])
 		if !ok || o+recPadded(recHeaderSize+length) > len(data) {
 			continue
 		}
-		cost := int64(length) + 8 // the checksum covers 8 header bytes and the payload
+		payload := data[o+recHeaderSize : o+recHeaderSize+length]
+		nonZero := min(length, max(0, nzEnd-(o+recHeaderSize))) // payload bytes before nzEnd
+		cost := int64(nonZero) + 8                              // the checksum covers 8 header bytes and the payload
 		if work+cost > budget {
 			return -1, work, true
 		}
 		work += cost
-		if _, _, _, err := decodeRecord(data[o:], salt); err == nil {
+		if nonZero == length {
+			if _, _, _, err := decodeRecord(data[o:], salt); err == nil {
+				return o, work, false
+			}
+			continue
+		}
+		crc := crc32.Update(salt, crc32c, data[o+8:o+recHeaderSize])
+		crc = crc32.Update(crc, crc32c, payload[:nonZero])
+		crc = crc32cZeros(crc, length-nonZero)
+		if crc == binary.LittleEndian.Uint32(data[o+4:o+8]) {
 			return o, work, false
 		}
 	}
