@@ -155,7 +155,8 @@ type tornTail struct {
 	// cause is why the first record cut did not decode: errRecordBad
 	// (a complete record that does not verify, or a garbage header) is
 	// damage, possibly to an acknowledged record; the others are a write
-	// torn by a crash.
+	// torn by a crash (errRecordTorn: a record that does not verify but
+	// ends in the zeros of sectors a torn write left unwritten, tornCause).
 	cause error
 }
 
@@ -526,12 +527,12 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 					// zeros after its last record are damage.
 					return nil, fmt.Errorf("%w: %s offset %d (not the last segment): %w", ErrCorruptLog, s.path, off, derr)
 				}
-				work, err := checkTornTail(data, off, salt, derr)
+				work, cause, err := checkTornTail(data, off, salt, derr)
 				r.scanned += work
 				if err != nil {
 					return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, s.path, err)
 				}
-				r.tailErr = derr
+				r.tailErr = cause
 				break
 			}
 			b, err := decodeBatch(payload)
@@ -575,7 +576,9 @@ const walScanBudget int64 = 64 << 20
 // checkTornTail decides whether the record at off of the last segment,
 // which decodeRecord rejected with derr, starts a torn tail (nil) or is
 // damage followed by a valid record (an error). work is the number of
-// bytes it checksummed.
+// bytes it checksummed; cause is why the tail is cut, for the log: derr,
+// or errRecordTorn for a record that does not verify but ends as only a
+// torn write leaves it (tornCause).
 //
 //   - Zeros to the end: a torn tail, nothing to scan.
 //   - A plausible header whose record extends past the end (derr is
@@ -591,10 +594,10 @@ const walScanBudget int64 = 64 << 20
 //
 // In the last two cases, a search that runs out of budget is an error: the
 // member stops rather than guess that nothing acknowledged follows.
-func checkTornTail(data []byte, off int, salt uint32, derr error) (work int64, err error) {
+func checkTornTail(data []byte, off int, salt uint32, derr error) (work int64, cause, err error) {
 	nzEnd := off + nonZeroLen(data[off:])
 	if nzEnd == off {
-		return 0, nil
+		return 0, derr, nil
 	}
 	budget := max(walScanBudget, 4*int64(nzEnd-off))
 	from, favourTorn := off+recAlign, errors.Is(derr, errRecordShort)
@@ -606,12 +609,55 @@ func checkTornTail(data []byte, off int, salt uint32, derr error) (work int64, e
 	next, work, exhausted := nextValidRecord(data, from, nzEnd, salt, budget)
 	switch {
 	case next >= 0:
-		return work, fmt.Errorf("bad record at offset %d followed by a valid record at offset %d: %w", off, next, derr)
+		return work, nil, fmt.Errorf("bad record at offset %d followed by a valid record at offset %d: %w", off, next, derr)
 	case exhausted && !favourTorn:
-		return work, fmt.Errorf("bad record at offset %d (%w): gave up after checksumming %d bytes looking for a valid record after it",
+		return work, nil, fmt.Errorf("bad record at offset %d (%w): gave up after checksumming %d bytes looking for a valid record after it",
 			off, derr, work)
 	}
-	return work, nil
+	return work, tornCause(data, off, nzEnd, derr), nil
+}
+
+// walSectorSize is the smallest unit a disk writes whole or not at all
+// (larger sectors and pages are multiples of it).
+const walSectorSize = 512
+
+// tornCause returns why the bad record at off of the last segment (derr),
+// with nothing valid after it, is cut: errRecordTorn if it ends as only a
+// write torn by a crash leaves a record, derr otherwise. nzEnd is the end
+// of the segment's last non-zero byte.
+//
+// A record whose header is plausible and whose claimed bytes fit the file
+// but do not verify (errRecordBad) is either a complete record damaged
+// later (possibly acknowledged: logged at error level) or a write torn by
+// a crash over a preallocated segment's zeros (never acknowledged: its
+// fdatasync did not return): in a segment without preallocation the
+// second is usually short (errRecordShort), in a preallocated one its
+// unwritten bytes read as zeros and it fits. A crash
+// tears a write at sector boundaries: the sectors that did not reach the
+// disk keep their zeros. If its last sectors are among them, the record's
+// bytes from a sector boundary before its payload's end onwards are zeros,
+// and so is everything after it (no later write began: a write returns
+// before the next starts). A complete record keeps its last bytes: its
+// zeros from nzEnd on reach past a sector boundary only if its payload
+// itself ends in that many zeros, the one case this takes for a torn
+// write. A torn write that lost other sectors than its last (or its
+// header: a garbage header is not plausible) stays at error level:
+// louder than needed, never quieter.
+func tornCause(data []byte, off, nzEnd int, derr error) error {
+	if !errors.Is(derr, errRecordBad) || len(data)-off < recHeaderSize {
+		return derr
+	}
+	length, ok := plausibleHeader(data[off:])
+	if !ok {
+		return derr
+	}
+	// The first sector boundary at or after nzEnd: the zeros from there
+	// on are whole sectors.
+	sector := (nzEnd + walSectorSize - 1) &^ (walSectorSize - 1)
+	if sector >= off+recHeaderSize+length {
+		return derr
+	}
+	return fmt.Errorf("%w: the record's bytes from offset %d on are zeros (%v)", errRecordTorn, sector, derr)
 }
 
 // nextValidRecord returns the offset of the first record at or after from
