@@ -639,10 +639,11 @@ const walSectorSize = 512
 // and so is everything after it (no later write began: a write returns
 // before the next starts). A complete record keeps its last bytes: its
 // zeros from nzEnd on reach past a sector boundary only if its payload
-// itself ends in that many zeros, the one case this takes for a torn
-// write. A torn write that lost other sectors than its last (or its
-// header: a garbage header is not plausible) stays at error level:
-// louder than needed, never quieter.
+// itself ends in that many zeros: the one damage this takes for a torn
+// write (logged at warn level, cut all the same). A torn write that lost
+// other sectors than its last, or wrote half a header (not plausible),
+// stays at error level: louder than needed. (A lost header sector leaves
+// a zero header, errRecordEnd: a torn write already.)
 func tornCause(data []byte, off, nzEnd int, derr error) error {
 	if !errors.Is(derr, errRecordBad) || len(data)-off < recHeaderSize {
 		return derr
