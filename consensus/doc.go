@@ -130,7 +130,9 @@
 // cache is relied on; cutting a write torn by a crash off the last
 // segment's tail (zeroing its bytes in a preallocated segment, so that
 // the zeros after the last record stay), logged at error level if it was
-// a complete record that does not verify; refusing any other damage with ErrCorruptLog; and
+// a complete record that does not verify (not one whose last sectors are
+// zeros, as a torn write over a preallocated segment leaves it); refusing
+// any other damage with ErrCorruptLog; and
 // upgrading a data directory whose log is still in bbolt, rebuilding the
 // WAL from bbolt every time), loads the hard state and the recorded
 // snapshot (its file's CRC32C is verified; a corrupt file makes Start fail

@@ -80,7 +80,9 @@ import (
 //     never taken for a record. The
 //     search for a valid record after it is bounded (checkTornTail): it
 //     skips the bad record's own payload when its header is plausible, and
-//     gives up after a budget of checksum work, deciding for a torn write
+//     gives up after a budget of checksum work (proportional to the
+//     non-zero bytes after the bad record; bytes a candidate claims in the
+//     zeros after them cost nothing), deciding for a torn write
 //     only when the bad header claims more bytes than the file has. (Damage
 //     to the last record after it was acknowledged looks the same and is
 //     cut the same way; a member of a group gets it again from the
@@ -153,7 +155,8 @@ type tornTail struct {
 	// cause is why the first record cut did not decode: errRecordBad
 	// (a complete record that does not verify, or a garbage header) is
 	// damage, possibly to an acknowledged record; the others are a write
-	// torn by a crash.
+	// torn by a crash (errRecordTorn: a record that does not verify but
+	// ends in the zeros of sectors a torn write left unwritten, tornCause).
 	cause error
 }
 
@@ -524,12 +527,12 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 					// zeros after its last record are damage.
 					return nil, fmt.Errorf("%w: %s offset %d (not the last segment): %w", ErrCorruptLog, s.path, off, derr)
 				}
-				work, err := checkTornTail(data, off, salt, derr)
+				work, cause, err := checkTornTail(data, off, salt, derr)
 				r.scanned += work
 				if err != nil {
 					return nil, fmt.Errorf("%w: %s: %w", ErrCorruptLog, s.path, err)
 				}
-				r.tailErr = derr
+				r.tailErr = cause
 				break
 			}
 			b, err := decodeBatch(payload)
@@ -559,16 +562,23 @@ func replayWAL(dir string, clean bool) (*walReplay, error) {
 
 // walScanBudget is the least checksum work (bytes) checkTornTail may do
 // looking for a valid record after a bad one; the budget is the larger of
-// it and 4 times the bytes after the bad record. Bytes inside an entry
-// (client data) can look like record headers at every aligned offset, each
-// claiming up to all the bytes after it: checking every one would be
-// quadratic in the tail's size.
+// it and 4 times the bytes after the bad record up to the segment's last
+// non-zero byte (not the zeros of a preallocated segment after it). Bytes
+// inside an entry (client data) can look like record headers at every
+// aligned offset, each claiming up to all the bytes after it: checking
+// every one would be quadratic in the tail's size. A candidate's bytes in
+// the zeros after the last non-zero byte cost nothing: its checksum is
+// extended over them by crc32cZeros (nextValidRecord), so fake headers
+// claiming megabytes of a preallocated segment's zeros cost no more than
+// the non-zero bytes they cover.
 const walScanBudget int64 = 64 << 20
 
 // checkTornTail decides whether the record at off of the last segment,
 // which decodeRecord rejected with derr, starts a torn tail (nil) or is
 // damage followed by a valid record (an error). work is the number of
-// bytes it checksummed.
+// bytes it checksummed; cause is why the tail is cut, for the log: derr,
+// or errRecordTorn for a record that does not verify but ends as only a
+// torn write leaves it (tornCause).
 //
 //   - Zeros to the end: a torn tail, nothing to scan.
 //   - A plausible header whose record extends past the end (derr is
@@ -584,44 +594,109 @@ const walScanBudget int64 = 64 << 20
 //
 // In the last two cases, a search that runs out of budget is an error: the
 // member stops rather than guess that nothing acknowledged follows.
-func checkTornTail(data []byte, off int, salt uint32, derr error) (work int64, err error) {
-	if allZero(data[off:]) {
-		return 0, nil
+func checkTornTail(data []byte, off int, salt uint32, derr error) (work int64, cause, err error) {
+	nzEnd := off + nonZeroLen(data[off:])
+	if nzEnd == off {
+		return 0, derr, nil
 	}
-	budget := max(walScanBudget, 4*int64(len(data)-off))
+	budget := max(walScanBudget, 4*int64(nzEnd-off))
 	from, favourTorn := off+recAlign, errors.Is(derr, errRecordShort)
 	if !favourTorn && len(data)-off >= recHeaderSize {
 		if length, ok := plausibleHeader(data[off:]); ok {
 			from = off + recPadded(recHeaderSize+length)
 		}
 	}
-	next, work, exhausted := nextValidRecord(data, from, salt, budget)
+	next, work, exhausted := nextValidRecord(data, from, nzEnd, salt, budget)
 	switch {
 	case next >= 0:
-		return work, fmt.Errorf("bad record at offset %d followed by a valid record at offset %d: %w", off, next, derr)
+		return work, nil, fmt.Errorf("bad record at offset %d followed by a valid record at offset %d: %w", off, next, derr)
 	case exhausted && !favourTorn:
-		return work, fmt.Errorf("bad record at offset %d (%w): gave up after checksumming %d bytes looking for a valid record after it",
+		return work, nil, fmt.Errorf("bad record at offset %d (%w): gave up after checksumming %d bytes looking for a valid record after it",
 			off, derr, work)
 	}
-	return work, nil
+	return work, tornCause(data, off, nzEnd, derr), nil
+}
+
+// walSectorSize is the smallest unit a disk writes whole or not at all
+// (larger sectors and pages are multiples of it).
+const walSectorSize = 512
+
+// tornCause returns why the bad record at off of the last segment (derr),
+// with nothing valid after it, is cut: errRecordTorn if it ends as only a
+// write torn by a crash leaves a record, derr otherwise. nzEnd is the end
+// of the segment's last non-zero byte.
+//
+// A record whose header is plausible and whose claimed bytes fit the file
+// but do not verify (errRecordBad) is either a complete record damaged
+// later (possibly acknowledged: logged at error level) or a write torn by
+// a crash over a preallocated segment's zeros (never acknowledged: its
+// fdatasync did not return): in a segment without preallocation the
+// second is usually short (errRecordShort), in a preallocated one its
+// unwritten bytes read as zeros and it fits. A crash
+// tears a write at sector boundaries: the sectors that did not reach the
+// disk keep their zeros. If its last sectors are among them, the record's
+// bytes from a sector boundary before its payload's end onwards are zeros,
+// and so is everything after it (no later write began: a write returns
+// before the next starts). A complete record keeps its last bytes: its
+// zeros from nzEnd on reach past a sector boundary only if its payload
+// itself ends in that many zeros: the one damage this takes for a torn
+// write (logged at warn level, cut all the same). A torn write that lost
+// other sectors than its last, or wrote half a header (not plausible),
+// stays at error level: louder than needed. (A lost header sector leaves
+// a zero header, errRecordEnd: a torn write already.)
+func tornCause(data []byte, off, nzEnd int, derr error) error {
+	if !errors.Is(derr, errRecordBad) || len(data)-off < recHeaderSize {
+		return derr
+	}
+	length, ok := plausibleHeader(data[off:])
+	if !ok {
+		return derr
+	}
+	// The first sector boundary at or after nzEnd: the zeros from there
+	// on are whole sectors.
+	sector := (nzEnd + walSectorSize - 1) &^ (walSectorSize - 1)
+	if sector >= off+recHeaderSize+length {
+		return derr
+	}
+	return fmt.Errorf("%w: the record's bytes from offset %d on are zeros (%v)", errRecordTorn, sector, derr)
 }
 
 // nextValidRecord returns the offset of the first record at or after from
-// (at an aligned offset) that decodes with salt, or -1. It checksums at
+// (at an aligned offset) that decodes with salt, or -1. nzEnd is the end
+// of data's last non-zero byte: data[nzEnd:] is zeros. It checksums at
 // most budget bytes (work) and reports whether it stopped for that.
-func nextValidRecord(data []byte, from int, salt uint32, budget int64) (next int, work int64, exhausted bool) {
-	for o := from; o+recHeaderSize <= len(data); o += recAlign {
+//
+// A candidate whose payload reaches past nzEnd is checksummed over its
+// bytes before nzEnd only, then extended over the zeros after them
+// (crc32cZeros); its padding is zeros by construction. That is the same
+// verdict decodeRecord gives on the same bytes, at the cost of the
+// non-zero part.
+func nextValidRecord(data []byte, from, nzEnd int, salt uint32, budget int64) (next int, work int64, exhausted bool) {
+	// A header's type byte (offset 8) is not zero: no record starts at or
+	// after nzEnd-8.
+	for o := from; o+recHeaderSize <= len(data) && o+8 < nzEnd; o += recAlign {
 		// Cheap rejects before the checksum.
 		length, ok := plausibleHeader(data[o:])
 		if !ok || o+recPadded(recHeaderSize+length) > len(data) {
 			continue
 		}
-		cost := int64(length) + 8 // the checksum covers 8 header bytes and the payload
+		payload := data[o+recHeaderSize : o+recHeaderSize+length]
+		nonZero := min(length, max(0, nzEnd-(o+recHeaderSize))) // payload bytes before nzEnd
+		cost := int64(nonZero) + 8                              // the checksum covers 8 header bytes and the payload
 		if work+cost > budget {
 			return -1, work, true
 		}
 		work += cost
-		if _, _, _, err := decodeRecord(data[o:], salt); err == nil {
+		if nonZero == length {
+			if _, _, _, err := decodeRecord(data[o:], salt); err == nil {
+				return o, work, false
+			}
+			continue
+		}
+		crc := crc32.Update(salt, crc32c, data[o+8:o+recHeaderSize])
+		crc = crc32.Update(crc, crc32c, payload[:nonZero])
+		crc = crc32cZeros(crc, length-nonZero)
+		if crc == binary.LittleEndian.Uint32(data[o+4:o+8]) {
 			return o, work, false
 		}
 	}

@@ -67,7 +67,8 @@ func (m *crashModel) above() [][2]uint64 {
 // conflicting appends of a new leader, local snapshots with compaction,
 // leader snapshots behind, at or beyond the log's end) with tiny segments,
 // crashes some of them after the bbolt step, after the WAL step or with a
-// torn WAL tail, restarts, and checks the loaded log against the model:
+// torn WAL tail (its end unwritten, or in a preallocated segment its
+// header), restarts, and checks the loaded log against the model:
 // a Write that returned is never lost, one that crashed loses at most its
 // own WAL part (and then its leader snapshot's divergent suffix).
 func TestDiskStoreRandomCrashes(t *testing.T) {
@@ -161,11 +162,19 @@ func TestDiskStoreRandomCrashes(t *testing.T) {
 						start = sizeBefore
 					}
 					if end := recordsEnd(t, last); end > start {
-						// The record's bytes from cut on never reached the
-						// disk: past the end of the file, or zeros in a
-						// preallocated segment.
-						cut := start + rng.Int64N(end-start)
-						tearAt(t, last, cut, end)
+						if fileSize(t, last) > end && end-start > recHeaderSize && rng.IntN(2) == 0 {
+							// Over a preallocated segment's zeros: the
+							// record's first bytes (its header's sector)
+							// never reached the disk, its later ones did.
+							lost := recHeaderSize + recAlign*rng.Int64N((end-start-recHeaderSize)/recAlign+1)
+							zeroAt(t, last, start, int(min(lost, end-start)))
+						} else {
+							// The record's bytes from cut on never reached
+							// the disk: past the end of the file, or zeros
+							// in a preallocated segment.
+							cut := start + rng.Int64N(end-start)
+							tearAt(t, last, cut, end)
+						}
 						torn = true
 					}
 				}

@@ -67,11 +67,14 @@ type walBatch struct {
 }
 
 // Errors of decodeRecord. errRecordEnd and errRecordShort can be a torn
-// tail; errRecordBad is a record whose bytes do not verify.
+// tail; errRecordBad is a record whose bytes do not verify. errRecordTorn
+// is not decodeRecord's: the torn-tail check (tornCause) names with it an
+// errRecordBad record that ends as a torn write leaves it.
 var (
 	errRecordEnd   = errors.New("end of records (zero header)")
 	errRecordShort = errors.New("record extends past the end of the data")
 	errRecordBad   = errors.New("bad record")
+	errRecordTorn  = errors.New("record ends in unwritten sectors: a torn write")
 )
 
 func recPadded(n int) int { return (n + recAlign - 1) &^ (recAlign - 1) }
@@ -140,7 +143,7 @@ func plausibleHeader(hdr []byte) (length int, ok bool) {
 	return int(n), true
 }
 
-// zeroChunk is compared against in allZero and zeroPrefixLen: bytes.Equal
+// zeroChunk is compared against in allZero and nonZeroLen: bytes.Equal
 // compares many bytes per instruction, so checking a preallocated
 // segment's megabytes of zeros takes milliseconds.
 var zeroChunk [4096]byte

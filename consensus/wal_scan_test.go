@@ -87,7 +87,7 @@ func TestWALTornTailScanWork(t *testing.T) {
 			require.NoError(t, err)
 			_, _, _, derr := decodeRecord(data[start:], salt)
 			require.Error(t, derr)
-			work, err := checkTornTail(data, int(start), salt, derr)
+			work, _, err := checkTornTail(data, int(start), salt, derr)
 			require.LessOrEqual(t, work, tc.maxWork, "bytes checksummed")
 			require.Equal(t, tc.wantErr, err != nil, "error: %v", err)
 
@@ -116,38 +116,69 @@ func flipByte(t *testing.T, path string, off int64) {
 
 // TestWALTornTailLog checks how open's cut of the last segment's tail is
 // logged: a write torn by a crash at warn level, a damaged record (it may
-// have been acknowledged) at error level.
+// have been acknowledged) at error level. In a preallocated segment a torn
+// write usually fits, its unwritten sectors zeros: it does not verify, and
+// is told from damage by those zeros at its end.
 func TestWALTornTailLog(t *testing.T) {
+	// The record damaged: entries 4-6 holding 400 non-zero bytes each, so
+	// that it spans sector boundaries and ends in non-zero bytes.
+	last3 := ents(4, 6, 1)
+	for _, e := range last3 {
+		e.Data = append(e.Data, bytes.Repeat([]byte{0xAB}, 400)...)
+	}
+	// firstSector is the first sector boundary in the record's payload.
+	firstSector := func(last int64) int64 {
+		return (last + recHeaderSize + walSectorSize) &^ (walSectorSize - 1)
+	}
 	for _, tc := range []struct {
 		name      string
-		damage    func(t *testing.T, seg string, last int64)
+		prealloc  int64
+		damage    func(t *testing.T, seg string, last, end int64)
 		wantLevel string // "" for no log
 		wantMsg   string
 	}{
-		{"intact", func(*testing.T, string, int64) {}, "", ""},
-		{"last record cut short", func(t *testing.T, seg string, _ int64) {
+		{"intact", 0, func(*testing.T, string, int64, int64) {}, "", ""},
+		{"last record cut short", 0, func(t *testing.T, seg string, _, _ int64) {
 			require.NoError(t, os.Truncate(seg, fileSize(t, seg)-3))
 		}, "warn", "torn by a crash"},
-		{"zeros after the last record: the clean end of a preallocated segment", func(t *testing.T, seg string, _ int64) {
+		{"zeros after the last record: the clean end of a preallocated segment", 0, func(t *testing.T, seg string, _, _ int64) {
 			require.NoError(t, os.Truncate(seg, fileSize(t, seg)+64))
 		}, "", ""},
-		{"last record's payload damaged", func(t *testing.T, seg string, last int64) {
+		{"last record's payload damaged", 0, func(t *testing.T, seg string, last, _ int64) {
 			flipByte(t, seg, last+recHeaderSize+2)
 		}, "error", "damaged record"},
-		{"last record's header damaged", func(t *testing.T, seg string, last int64) {
+		{"last record's header damaged", 0, func(t *testing.T, seg string, last, _ int64) {
 			flipByte(t, seg, last+9)
+		}, "error", "damaged record"},
+		{"preallocated: intact", 64 << 10, func(*testing.T, string, int64, int64) {}, "", ""},
+		{"preallocated: last record's last sectors never written", 64 << 10, func(t *testing.T, seg string, last, end int64) {
+			zeroAt(t, seg, firstSector(last), int(end-firstSector(last)))
+		}, "warn", "torn by a crash"},
+		{"preallocated: last record's header sector never written", 64 << 10, func(t *testing.T, seg string, last, _ int64) {
+			zeroAt(t, seg, last, int(firstSector(last)-last))
+		}, "warn", "torn by a crash"},
+		{"preallocated: last record's payload damaged", 64 << 10, func(t *testing.T, seg string, last, _ int64) {
+			flipByte(t, seg, last+recHeaderSize+2)
+		}, "error", "damaged record"},
+		{"preallocated: last record's header damaged", 64 << 10, func(t *testing.T, seg string, last, _ int64) {
+			flipByte(t, seg, last+9)
+		}, "error", "damaged record"},
+		{"preallocated: a sector in the middle of the last record lost, its end kept", 64 << 10, func(t *testing.T, seg string, last, _ int64) {
+			zeroAt(t, seg, firstSector(last), walSectorSize)
 		}, "error", "damaged record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), walDirName)
-			require.NoError(t, initWALDir(dir, walPos{}, nil, 0))
+			require.NoError(t, initWALDir(dir, walPos{}, nil, tc.prealloc))
 			w, _, err := openWAL(dir, walSegmentBytes)
 			require.NoError(t, err)
 			require.NoError(t, w.append(&walBatch{entries: ents(1, 3, 1)}))
 			last := w.size
-			require.NoError(t, w.append(&walBatch{hardState: hardState(1, 3), entries: ents(4, 6, 1)}))
+			require.NoError(t, w.append(&walBatch{hardState: hardState(1, 3), entries: last3}))
+			end := w.size
 			require.NoError(t, w.close())
-			tc.damage(t, w.segs[0].path, last)
+			require.Greater(t, end-recAlign, firstSector(last)+walSectorSize, "the record spans three sectors")
+			tc.damage(t, w.segs[0].path, last, end)
 
 			w, _, err = openWAL(dir, walSegmentBytes)
 			require.NoError(t, err)
