@@ -396,3 +396,33 @@ func TestAttachRefusedForASessionThatEnded(t *testing.T) {
 		})
 	}
 }
+
+// TestNewConnAllocatesLittle: accepting a connection allocates its conn and
+// channels but no reply encoder (pooled, taken at the first reply), no
+// logger context (made when it first logs) and no request ring of
+// maxInFlight slots: a session that only connects and closes allocated
+// several KiB per connection, which the garbage collector paid for.
+func TestNewConnAllocatesLittle(t *testing.T) {
+	s := startServer(t, nil)
+	client, server := net.Pipe()
+	t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
+	const n = 200
+	conns := make([]*conn, n)
+	newOne := func(i int) {
+		conns[i] = newConn(s, server)
+		// As finish does: the pooled write buffer is not the connection's.
+		writerPool.Put(conns[i].bw)
+		conns[i].bw = nil
+	}
+	newOne(0) // the pools are filled
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range conns {
+		newOne(i)
+	}
+	runtime.ReadMemStats(&after)
+	perConn := (after.TotalAlloc - before.TotalAlloc) / n
+	t.Logf("%d bytes per connection", perConn)
+	require.Less(t, perConn, uint64(1536), "bytes allocated per accepted connection")
+	runtime.KeepAlive(conns)
+}
