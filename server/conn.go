@@ -321,8 +321,12 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 	if r, ok := c.proposeAndWait(plan.entry, plan.timeout); !ok || r.Err != 0 {
 		return false // connectOutcome: no answer
 	}
-	if req.SessionID == 0 {
-		srv.log.Info().Str("session", sessionHex(plan.resp.SessionID)).Int32("timeout_ms", plan.timeout).Str("remote", c.remote).Msg("session created")
+	// Logged once the client has its answer (or is refused): the log
+	// write is not on the way to the ConnectResponse.
+	logCreated := func() {
+		if req.SessionID == 0 {
+			srv.log.Info().Str("session", sessionHex(plan.resp.SessionID)).Int32("timeout_ms", plan.timeout).Str("remote", c.remote).Msg("session created")
+		}
 	}
 	c.sessionID, c.timeoutMs = plan.resp.SessionID, plan.timeout
 	c.ep = endpoint{sessionID: c.sessionID, connID: c.connID}
@@ -333,6 +337,7 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 		// Closed or expired (or attached elsewhere) after its entry was
 		// applied here: ZooKeeper's answer to an expired session.
 		c.writeConnectResponse(resp)
+		logCreated()
 		c.logger().Info().Str("session", sessionHex(plan.resp.SessionID)).Msg("session ended before its connection was attached")
 		return false
 	}
@@ -343,22 +348,37 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 		srv.touch(req.SessionID)
 		srv.log.Debug().Str("session", sessionHex(plan.resp.SessionID)).Msg("session reattached")
 	}
-	return c.writeConnectResponse(resp)
+	ok = c.writeConnectResponse(resp)
+	logCreated()
+	return ok
 }
 
 // proposeAndWait proposes a handshake entry and waits up to the session
-// timeout for its result; false if it failed or took too long.
+// timeout for its result; false if it failed or took too long. It does not
+// wait for raft to take the entry (proposeAsync), only for its apply or
+// its failure: one wake-up of the connection's goroutine, not two.
 func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
-	done := make(chan applyResult, 1)
+	type outcome struct {
+		r   applyResult
+		err error // not proposed
+	}
+	done := make(chan outcome, 1) // one of the two callbacks runs, once
 	ctx, cancel := context.WithTimeout(c.srv.stopCtx, time.Duration(timeoutMs)*time.Millisecond)
 	defer cancel()
-	if err := c.srv.propose(ctx, e, func(r applyResult) { done <- r }); err != nil {
+	err := c.srv.proposeAsync(ctx, e,
+		func(r applyResult) { done <- outcome{r: r} },
+		func(err error) { done <- outcome{err: err} })
+	if err != nil {
 		c.logger().Warn().Err(err).Int32("type", e.Type).Msg("session entry not proposed, closing")
 		return applyResult{}, false
 	}
 	select {
-	case r := <-done:
-		return r, true
+	case o := <-done:
+		if o.err != nil {
+			c.logger().Warn().Err(o.err).Int32("type", e.Type).Msg("session entry not proposed, closing")
+			return applyResult{}, false
+		}
+		return o.r, true
 	case <-ctx.Done():
 		c.srv.cancelWait(e.ReqID)
 		c.logger().Warn().Int32("type", e.Type).Msg("session entry not committed in time, closing")
