@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -425,4 +426,30 @@ func TestNewConnAllocatesLittle(t *testing.T) {
 	t.Logf("%d bytes per connection", perConn)
 	require.Less(t, perConn, uint64(1536), "bytes allocated per accepted connection")
 	runtime.KeepAlive(conns)
+}
+
+// TestAcceptedConnNoDelay: a client connection's replies are not held back
+// by Nagle's algorithm (TCP_NODELAY), which the net package sets on every
+// TCP connection it accepts; acceptLoop does not set it again.
+func TestAcceptedConnNoDelay(t *testing.T) {
+	s := startServer(t, nil)
+	dial(t, s)
+	s.connMu.Lock()
+	var tcs []*net.TCPConn
+	for c := range s.conns {
+		tc, ok := c.nc.(*net.TCPConn)
+		require.True(t, ok, "client connection is %T", c.nc)
+		tcs = append(tcs, tc)
+	}
+	s.connMu.Unlock()
+	require.Len(t, tcs, 1)
+	raw, err := tcs[0].SyscallConn()
+	require.NoError(t, err)
+	var noDelay int
+	var serr error
+	require.NoError(t, raw.Control(func(fd uintptr) {
+		noDelay, serr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_NODELAY)
+	}))
+	require.NoError(t, serr)
+	require.NotZero(t, noDelay, "TCP_NODELAY on an accepted client connection")
 }
