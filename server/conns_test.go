@@ -453,3 +453,25 @@ func TestAcceptedConnNoDelay(t *testing.T) {
 	require.NoError(t, serr)
 	require.NotZero(t, noDelay, "TCP_NODELAY on an accepted client connection")
 }
+
+// TestRequestMakesNoConnLogger: a connection whose requests log nothing
+// (the level is above debug) never makes its logger (conn.logger), whose
+// zerolog context copy was one of the allocations of every session.
+func TestRequestMakesNoConnLogger(t *testing.T) {
+	s := startServer(t, nil) // warn level
+	c := dial(t, s)
+	_, err := c.Call(jute.OpExists, &jute.PathWatchRequest{Path: "/"}, &jute.StatResponse{})
+	require.NoError(t, err)
+	_, err = c.Call(jute.OpCreate, &jute.CreateRequest{Path: "/n", ACL: openACL()}, &jute.CreateResponse{})
+	require.NoError(t, err)
+	s.connMu.Lock()
+	var conns []*conn
+	for sc := range s.conns {
+		conns = append(conns, sc)
+	}
+	s.connMu.Unlock()
+	require.Len(t, conns, 1)
+	notMade := false
+	conns[0].logOnce.Do(func() { notMade = true }) // runs only if logger never ran
+	require.True(t, notMade, "the connection made its logger")
+}

@@ -19,9 +19,11 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	xid, op := hdr.Xid, hdr.Type
 	c.stats.lastOp.Store(op)
 	c.stats.lastCxid.Store(xid)
-	if ev := c.logger().Debug(); ev.Enabled() && op != jute.OpPing {
-		// Guarded: the fields would be formatted on every request otherwise.
-		ev.Str("session", sessionHex(c.sessionID)).Int32("xid", xid).Str("op", opName(op)).Msg("request")
+	if op != jute.OpPing && c.srv.log.Debug().Enabled() {
+		// Guarded: the fields would be formatted on every request otherwise;
+		// the server's logger (same level) is asked, as the connection's is
+		// made only when it logs (logger).
+		c.logger().Debug().Str("session", sessionHex(c.sessionID)).Int32("xid", xid).Str("op", opName(op)).Msg("request")
 	}
 	if op != jute.OpAuth && op != jute.OpSASL && !c.authEnforced() {
 		return c.refuseUnauthenticated(xid)
