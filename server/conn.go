@@ -37,7 +37,10 @@ type conn struct {
 	id     uint64
 	ip     string
 	remote string
-	log    zerolog.Logger
+	// log is the server's logger with the client's address, made at its
+	// first use (logger): most connections log nothing.
+	log     zerolog.Logger
+	logOnce sync.Once
 
 	sessionID int64
 	timeoutMs int32
@@ -57,7 +60,7 @@ type conn struct {
 	avail     chan struct{} // an item was pushed (wakes the writer)
 	space     chan struct{} // a pop made room for a waiting reader (wakes it)
 	readsDone chan struct{}
-	enc       *jute.Encoder // writer goroutine only
+	enc       *jute.Encoder // writer goroutine only; from encoderPool at the first reply (nil before)
 	deadline  *time.Timer   // writer goroutine only: the answered item's deadline
 	bw        *bufio.Writer // writer goroutine only
 
@@ -76,16 +79,16 @@ type conn struct {
 }
 
 func newConn(srv *Server, nc net.Conn) *conn {
-	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	remote := nc.RemoteAddr().String()
+	host, _, _ := net.SplitHostPort(remote)
 	c := &conn{
 		srv:         srv,
 		nc:          nc,
 		id:          srv.nextConn.Add(1),
 		ip:          host,
-		remote:      nc.RemoteAddr().String(),
+		remote:      remote,
 		avail:       make(chan struct{}, 1),
 		space:       make(chan struct{}, 1),
-		enc:         jute.NewEncoder(make([]byte, 0, 512)), // grows to the largest reply
 		bw:          writerPool.Get().(*bufio.Writer),
 		wake:        make(chan struct{}, 1),
 		readsDone:   make(chan struct{}, 1),
@@ -95,11 +98,18 @@ func newConn(srv *Server, nc net.Conn) *conn {
 	c.replies.init(srv.queueCap, maxQueuedNotifications, &c.replyZxid)
 	c.bw.Reset(nc)
 	c.connID = srv.reqBase | uint64(uint32(c.id))
-	c.log = srv.log.With().Str("remote", c.remote).Logger()
 	ids := []jute.Id{{Scheme: "ip", ID: host}}
 	c.authIDs.Store(&ids)
 	c.stats.minLatency.Store(-1)
 	return c
+}
+
+// logger is the connection's logger: the server's, with the client's
+// address. zerolog's With copies the logger's context, so it is made only
+// when the connection first logs; any goroutine may call it.
+func (c *conn) logger() *zerolog.Logger {
+	c.logOnce.Do(func() { c.log = c.srv.log.With().Str("remote", c.remote).Logger() })
+	return &c.log
 }
 
 // connBufSize is the size of a connection's read and write buffers.
@@ -113,6 +123,9 @@ const connBufSize = 64 * 1024
 var (
 	readerPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, connBufSize) }}
 	writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, connBufSize) }}
+	// encoderPool holds reply encoders (conn.enc), taken at a connection's
+	// first reply; one whose buffer grew past connBufSize is not kept.
+	encoderPool = sync.Pool{New: func() any { return jute.NewEncoder(make([]byte, 0, 512)) }}
 )
 
 // queuedEvent is a notification frame waiting for its turn.
@@ -141,7 +154,7 @@ func (c *conn) pushPing() {
 // queued (ok false: the client does not read), else wakes the writer.
 func (c *conn) push(ok bool) {
 	if !ok {
-		c.log.Warn().Msg("client not reading notifications, closing connection")
+		c.logger().Warn().Msg("client not reading notifications, closing connection")
 		c.close()
 		return
 	}
@@ -185,10 +198,17 @@ func (c *conn) finish() {
 	c.dropUnanswered()
 	c.srv.dropConn(c)
 	_ = c.nc.Close()
-	// The writer, the only user of bw, has ended (or never started).
+	// The writer, the only user of bw and enc, has ended (or never started).
 	c.bw.Reset(nil)
 	writerPool.Put(c.bw)
 	c.bw = nil
+	if c.enc != nil {
+		if cap(c.enc.Bytes()) <= connBufSize {
+			c.enc.Reset()
+			encoderPool.Put(c.enc)
+		}
+		c.enc = nil
+	}
 }
 
 // dropUnanswered takes the requests the writer left unanswered off the
@@ -241,7 +261,7 @@ func (c *conn) serve() {
 	}
 	n := int32(binary.BigEndian.Uint32(first[:]))
 	if n < 0 || int(n) > c.srv.cfg.JuteMaxBuffer {
-		c.log.Warn().Int32("length", n).Msg("bad connect frame length, closing")
+		c.logger().Warn().Int32("length", n).Msg("bad connect frame length, closing")
 		return
 	}
 	buf := make([]byte, n)
@@ -250,7 +270,7 @@ func (c *conn) serve() {
 	}
 	req, err := decodeConnect(buf)
 	if err != nil {
-		c.log.Warn().Err(err).Msg("malformed connect request, closing")
+		c.logger().Warn().Err(err).Msg("malformed connect request, closing")
 		return
 	}
 	if !c.handshake(&req) {
@@ -286,23 +306,27 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 	})
 	if err != nil {
 		if errors.Is(err, errClientAhead) {
-			c.log.Warn().Err(err).Msg("connect refused, closing")
+			c.logger().Warn().Err(err).Msg("connect refused, closing")
 		} else {
-			c.log.Error().Err(err).Msg("connect failed, closing")
+			c.logger().Error().Err(err).Msg("connect failed, closing")
 		}
 		return false
 	}
 	if plan.entry == nil {
 		// Expired, unknown, closing or wrong password: ZooKeeper's answer.
 		c.writeConnectResponse(plan.expiredResponse())
-		c.log.Info().Str("session", sessionHex(req.SessionID)).Msg("session reattach refused")
+		c.logger().Info().Str("session", sessionHex(req.SessionID)).Msg("session reattach refused")
 		return false
 	}
 	if r, ok := c.proposeAndWait(plan.entry, plan.timeout); !ok || r.Err != 0 {
 		return false // connectOutcome: no answer
 	}
-	if req.SessionID == 0 {
-		srv.log.Info().Str("session", sessionHex(plan.resp.SessionID)).Int32("timeout_ms", plan.timeout).Str("remote", c.remote).Msg("session created")
+	// Logged once the client has its answer (or is refused): the log
+	// write is not on the way to the ConnectResponse.
+	logCreated := func() {
+		if req.SessionID == 0 {
+			srv.log.Info().Str("session", sessionHex(plan.resp.SessionID)).Int32("timeout_ms", plan.timeout).Str("remote", c.remote).Msg("session created")
+		}
 	}
 	c.sessionID, c.timeoutMs = plan.resp.SessionID, plan.timeout
 	c.ep = endpoint{sessionID: c.sessionID, connID: c.connID}
@@ -313,7 +337,8 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 		// Closed or expired (or attached elsewhere) after its entry was
 		// applied here: ZooKeeper's answer to an expired session.
 		c.writeConnectResponse(resp)
-		c.log.Info().Str("session", sessionHex(plan.resp.SessionID)).Msg("session ended before its connection was attached")
+		logCreated()
+		c.logger().Info().Str("session", sessionHex(plan.resp.SessionID)).Msg("session ended before its connection was attached")
 		return false
 	}
 	if req.SessionID != 0 {
@@ -323,25 +348,40 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 		srv.touch(req.SessionID)
 		srv.log.Debug().Str("session", sessionHex(plan.resp.SessionID)).Msg("session reattached")
 	}
-	return c.writeConnectResponse(resp)
+	ok = c.writeConnectResponse(resp)
+	logCreated()
+	return ok
 }
 
 // proposeAndWait proposes a handshake entry and waits up to the session
-// timeout for its result; false if it failed or took too long.
+// timeout for its result; false if it failed or took too long. It does not
+// wait for raft to take the entry (proposeAsync), only for its apply or
+// its failure: one wake-up of the connection's goroutine, not two.
 func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
-	done := make(chan applyResult, 1)
+	type outcome struct {
+		r   applyResult
+		err error // not proposed
+	}
+	done := make(chan outcome, 1) // one of the two callbacks runs, once
 	ctx, cancel := context.WithTimeout(c.srv.stopCtx, time.Duration(timeoutMs)*time.Millisecond)
 	defer cancel()
-	if err := c.srv.propose(ctx, e, func(r applyResult) { done <- r }); err != nil {
-		c.log.Warn().Err(err).Int32("type", e.Type).Msg("session entry not proposed, closing")
+	err := c.srv.proposeAsync(ctx, e,
+		func(r applyResult) { done <- outcome{r: r} },
+		func(err error) { done <- outcome{err: err} })
+	if err != nil {
+		c.logger().Warn().Err(err).Int32("type", e.Type).Msg("session entry not proposed, closing")
 		return applyResult{}, false
 	}
 	select {
-	case r := <-done:
-		return r, true
+	case o := <-done:
+		if o.err != nil {
+			c.logger().Warn().Err(o.err).Int32("type", e.Type).Msg("session entry not proposed, closing")
+			return applyResult{}, false
+		}
+		return o.r, true
 	case <-ctx.Done():
 		c.srv.cancelWait(e.ReqID)
-		c.log.Warn().Int32("type", e.Type).Msg("session entry not committed in time, closing")
+		c.logger().Warn().Int32("type", e.Type).Msg("session entry not committed in time, closing")
 	case <-c.done:
 	}
 	return applyResult{}, false
@@ -365,9 +405,9 @@ func (c *conn) readLoop(br *bufio.Reader) {
 		frame, err := jute.ReadFrame(br, buf, c.srv.cfg.JuteMaxBuffer)
 		if err != nil {
 			if errors.Is(err, jute.ErrFrameTooLarge) {
-				c.log.Warn().Err(err).Msg("frame above jute.maxbuffer, closing connection")
+				c.logger().Warn().Err(err).Msg("frame above jute.maxbuffer, closing connection")
 			} else if !errors.Is(err, io.EOF) && !c.closed() {
-				c.log.Debug().Err(err).Msg("read failed, closing connection")
+				c.logger().Debug().Err(err).Msg("read failed, closing connection")
 			}
 			return
 		}
@@ -379,7 +419,7 @@ func (c *conn) readLoop(br *bufio.Reader) {
 		c.srv.stats.received.Add(1)
 		c.srv.touch(c.sessionID)
 		if len(frame) < 8 {
-			c.log.Warn().Int("length", len(frame)).Msg("request header too short, closing connection")
+			c.logger().Warn().Int("length", len(frame)).Msg("request header too short, closing connection")
 			return
 		}
 		var hdr jute.RequestHeader
@@ -517,7 +557,7 @@ func (c *conn) answer(it *item) bool {
 				if id := c.replies.timedOut(it); id != 0 {
 					c.srv.cancelWait(id)
 				}
-				c.log.Warn().Msg("request not committed in time, closing connection")
+				c.logger().Warn().Msg("request not committed in time, closing connection")
 				return false
 			case <-c.done:
 				if it.reqID != 0 {
@@ -531,7 +571,7 @@ func (c *conn) answer(it *item) bool {
 		// The request failed without an answer: close the connection with
 		// no reply; the client reports ConnectionLoss.
 		if it.err != nil {
-			c.log.Warn().Err(it.err).Msg("request failed, closing connection")
+			c.logger().Warn().Err(it.err).Msg("request failed, closing connection")
 		}
 		return false
 	}
@@ -600,6 +640,9 @@ func (c *conn) reply(xid int32, zxid int64, code int32, body jute.Record) []byte
 // does for a failed SASL request (its SetSASLResponse, which the Java
 // client reads in any case).
 func (c *conn) replyWithBody(xid int32, zxid int64, code int32, body jute.Record) []byte {
+	if c.enc == nil {
+		c.enc = encoderPool.Get().(*jute.Encoder)
+	}
 	frame := encodeReplyWithBody(c.enc, xid, zxid, code, body)
 	c.stats.lastZxid.Store(zxid)
 	c.replyZxid = zxid

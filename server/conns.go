@@ -26,9 +26,8 @@ func (s *Server) acceptLoop(ln net.Listener, start func(nc net.Conn)) {
 			}
 			continue
 		}
-		if tc, ok := nc.(*net.TCPConn); ok {
-			_ = tc.SetNoDelay(true)
-		}
+		// A TCP connection has TCP_NODELAY set by the net package
+		// already (TestAcceptedConnNoDelay): no setsockopt here.
 		start(nc)
 	}
 }

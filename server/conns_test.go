@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -395,4 +396,82 @@ func TestAttachRefusedForASessionThatEnded(t *testing.T) {
 			require.NotEqual(t, c, s.bySess[tt.sessionID], "the refused connection is not listed for the session")
 		})
 	}
+}
+
+// TestNewConnAllocatesLittle: accepting a connection allocates its conn and
+// channels but no reply encoder (pooled, taken at the first reply), no
+// logger context (made when it first logs) and no request ring of
+// maxInFlight slots: a session that only connects and closes allocated
+// several KiB per connection, which the garbage collector paid for.
+func TestNewConnAllocatesLittle(t *testing.T) {
+	s := startServer(t, nil)
+	client, server := net.Pipe()
+	t.Cleanup(func() { _ = client.Close(); _ = server.Close() })
+	const n = 200
+	conns := make([]*conn, n)
+	newOne := func(i int) {
+		conns[i] = newConn(s, server)
+		// As finish does: the pooled write buffer is not the connection's.
+		writerPool.Put(conns[i].bw)
+		conns[i].bw = nil
+	}
+	newOne(0) // the pools are filled
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range conns {
+		newOne(i)
+	}
+	runtime.ReadMemStats(&after)
+	perConn := (after.TotalAlloc - before.TotalAlloc) / n
+	t.Logf("%d bytes per connection", perConn)
+	require.Less(t, perConn, uint64(1536), "bytes allocated per accepted connection")
+	runtime.KeepAlive(conns)
+}
+
+// TestAcceptedConnNoDelay: a client connection's replies are not held back
+// by Nagle's algorithm (TCP_NODELAY), which the net package sets on every
+// TCP connection it accepts; acceptLoop does not set it again.
+func TestAcceptedConnNoDelay(t *testing.T) {
+	s := startServer(t, nil)
+	dial(t, s)
+	s.connMu.Lock()
+	var tcs []*net.TCPConn
+	for c := range s.conns {
+		tc, ok := c.nc.(*net.TCPConn)
+		require.True(t, ok, "client connection is %T", c.nc)
+		tcs = append(tcs, tc)
+	}
+	s.connMu.Unlock()
+	require.Len(t, tcs, 1)
+	raw, err := tcs[0].SyscallConn()
+	require.NoError(t, err)
+	var noDelay int
+	var serr error
+	require.NoError(t, raw.Control(func(fd uintptr) {
+		noDelay, serr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_NODELAY)
+	}))
+	require.NoError(t, serr)
+	require.NotZero(t, noDelay, "TCP_NODELAY on an accepted client connection")
+}
+
+// TestRequestMakesNoConnLogger: a connection whose requests log nothing
+// (the level is above debug) never makes its logger (conn.logger), whose
+// zerolog context copy was one of the allocations of every session.
+func TestRequestMakesNoConnLogger(t *testing.T) {
+	s := startServer(t, nil) // warn level
+	c := dial(t, s)
+	_, err := c.Call(jute.OpExists, &jute.PathWatchRequest{Path: "/"}, &jute.StatResponse{})
+	require.NoError(t, err)
+	_, err = c.Call(jute.OpCreate, &jute.CreateRequest{Path: "/n", ACL: openACL()}, &jute.CreateResponse{})
+	require.NoError(t, err)
+	s.connMu.Lock()
+	var conns []*conn
+	for sc := range s.conns {
+		conns = append(conns, sc)
+	}
+	s.connMu.Unlock()
+	require.Len(t, conns, 1)
+	notMade := false
+	conns[0].logOnce.Do(func() { notMade = true }) // runs only if logger never ran
+	require.True(t, notMade, "the connection made its logger")
 }

@@ -52,7 +52,8 @@
 //     enforce.auth before each request. The writer owns the socket's write
 //     side, conn.enc, conn.bw, replyZxid and the reply queue's written zxid, and answers
 //     the request queue's items (conn.replies) in order. The queue's ring is
-//     single-producer (reader) single-consumer (writer), with no lock.
+//     single-producer (reader) single-consumer (writer), with no lock; only
+//     the reader grows it (requestQueue.grow).
 //     Both end on conn.close (closes done and the socket): the reader's
 //     deferred dropConn unregisters the connection and its watches. Stop
 //     closes every registered connection.

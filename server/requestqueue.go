@@ -120,13 +120,31 @@ func (it *item) isReady() bool {
 // is built with no lock of this queue held, so a read, which takes
 // stateMachine.mu's read side, never runs under replyQueue.mu while Apply,
 // holding the write side, queues events.
+//
+// The ring starts small, in the queue itself (firstSlots), and only the
+// reader grows it, doubling up to capacity, when a push finds it full: most
+// connections have one or two requests in flight, and a ring of capacity
+// (maxInFlight) slots made for each one was half of what a session that
+// only connects and closes allocated. grow copies the unanswered items
+// (head to tail) into the new ring before publishing it, and tail moves
+// only after that, so a writer that sees an item through tail finds it in
+// whichever ring it then loads. Slots are atomic because grow reads slots
+// the writer may be clearing (pop); a popped item that grow copied stays
+// in the new ring's slot, below head and never read again, until a push
+// reuses the slot.
 type requestQueue struct {
 	replyQueue
 
-	ring       []*item
-	head       atomic.Uint64 // next item to answer (writer)
-	tail       atomic.Uint64 // next free slot (reader)
-	roomWanted atomic.Bool   // the reader waits for a pop (wantRoom)
+	ring       atomic.Pointer[itemRing] // the current ring; replaced by the reader only (grow)
+	capacity   int                      // most unanswered items (back-pressure)
+	head       atomic.Uint64            // next item to answer (writer)
+	tail       atomic.Uint64            // next free slot (reader)
+	roomWanted atomic.Bool              // the reader waits for a pop (wantRoom)
+
+	// first is the ring until the first grow, over firstSlots: no
+	// allocation for a connection that never has more in flight.
+	first      itemRing
+	firstSlots [firstRingSize]atomic.Pointer[item]
 
 	// replyZxid points at the owner's record of the zxid of the last
 	// reply frame it built (conn.replyZxid, Endpoint.replyZxid); turn reads
@@ -138,13 +156,43 @@ type requestQueue struct {
 	buildsEarly bool
 }
 
+// firstRingSize is the ring of a new connection's queue (requestQueue.first).
+const firstRingSize = 4
+
+// itemRing is the storage of a requestQueue's items: the item of index i
+// (head <= i < tail) is in slots[i % len(slots)].
+type itemRing struct {
+	slots []atomic.Pointer[item]
+}
+
+// slot is where the item of index i is kept.
+func (r *itemRing) slot(i uint64) *atomic.Pointer[item] {
+	return &r.slots[i%uint64(len(r.slots))]
+}
+
 // init sizes the queue: at most capacity unanswered items (the reader
 // stops reading at that: back-pressure) and maxOOB queued events and ping
-// replies each.
+// replies each. The ring starts at firstRingSize slots (fewer if capacity
+// is smaller) and grows on demand.
 func (q *requestQueue) init(capacity, maxOOB int, replyZxid *int64) {
-	q.ring = make([]*item, capacity)
+	q.capacity = max(capacity, 1)
+	q.first.slots = q.firstSlots[:min(firstRingSize, q.capacity)]
+	q.ring.Store(&q.first)
 	q.maxOOB = maxOOB
 	q.replyZxid = replyZxid
+}
+
+// grow replaces r, the full current ring holding the items from h to t,
+// with one twice as large (at most capacity) holding the same items
+// (reader side). h may be behind the writer's head: items popped meanwhile
+// are copied too, into slots below head that are never read.
+func (q *requestQueue) grow(r *itemRing, h, t uint64) *itemRing {
+	nr := &itemRing{slots: make([]atomic.Pointer[item], min(2*len(r.slots), q.capacity))}
+	for i := h; i < t; i++ {
+		nr.slot(i).Store(r.slot(i).Load())
+	}
+	q.ring.Store(nr)
+	return nr
 }
 
 // readOvertakesWrite is the read-overtakes-write mutation's switch, looked
@@ -174,11 +222,15 @@ func (q *requestQueue) arrive(it *item) {
 // if the queue is full: then the reader calls wantRoom, pushes again, and
 // only if that fails too waits until a pop reports it (wakeReader).
 func (q *requestQueue) push(it *item) bool {
-	t := q.tail.Load()
-	if t-q.head.Load() >= uint64(len(q.ring)) {
-		return false
+	t, h := q.tail.Load(), q.head.Load()
+	r := q.ring.Load()
+	if t-h >= uint64(len(r.slots)) {
+		if t-h >= uint64(q.capacity) {
+			return false
+		}
+		r = q.grow(r, h, t)
 	}
-	q.ring[t%uint64(len(q.ring))] = it
+	r.slot(t).Store(it)
 	q.tail.Store(t + 1)
 	return true
 }
@@ -188,7 +240,7 @@ func (q *requestQueue) push(it *item) bool {
 func (q *requestQueue) wantRoom() { q.roomWanted.Store(true) }
 
 // full reports that push would fail now.
-func (q *requestQueue) full() bool { return q.pending() >= len(q.ring) }
+func (q *requestQueue) full() bool { return q.pending() >= q.capacity }
 
 // front is the item answered next: the oldest not popped (writer side);
 // nil if none.
@@ -197,14 +249,16 @@ func (q *requestQueue) front() *item {
 	if h == q.tail.Load() {
 		return nil
 	}
-	return q.ring[h%uint64(len(q.ring))]
+	// Loaded after tail: the ring that held item h when tail moved past
+	// it, or a later one, which holds it too (grow).
+	return q.ring.Load().slot(h).Load()
 }
 
 // pop removes the front item (writer side); wakeReader reports that the
 // reader waits for room (wantRoom), so it is to be woken.
 func (q *requestQueue) pop() (wakeReader bool) {
 	h := q.head.Load()
-	q.ring[h%uint64(len(q.ring))] = nil
+	q.ring.Load().slot(h).Store(nil)
 	q.head.Store(h + 1)
 	// After the store: either the reader's push after wantRoom sees the
 	// room made here, or this sees its flag (sequentially consistent
@@ -221,7 +275,7 @@ func (q *requestQueue) pop() (wakeReader bool) {
 // capacity.
 func (q *requestQueue) pending() int {
 	h := q.head.Load()
-	return int(min(q.tail.Load()-h, uint64(len(q.ring))))
+	return int(min(q.tail.Load()-h, uint64(q.capacity)))
 }
 
 // turn builds the reply of it, the item whose turn came, ready and

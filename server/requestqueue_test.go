@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -214,8 +215,8 @@ func TestRequestQueuePendingSeenFromElsewhere(t *testing.T) {
 		runtime.Gosched()
 	}
 	for i := range 5_000_000 {
-		if n := g.q.pending(); n < 0 || n > len(g.q.ring) {
-			t.Fatalf("load %d: pending() = %d, want 0..%d (cons would print queued=%d)", i, n, len(g.q.ring), n)
+		if n := g.q.pending(); n < 0 || n > g.q.capacity {
+			t.Fatalf("load %d: pending() = %d, want 0..%d (cons would print queued=%d)", i, n, g.q.capacity, n)
 		}
 	}
 }
@@ -233,6 +234,101 @@ func TestRequestQueueWriteOvertakesRead(t *testing.T) {
 			require.Equal(t, mutated, g.q.mayPropose())
 			g.answer(t, r)
 			require.True(t, g.q.mayPropose())
+		})
+	}
+}
+
+// TestRequestQueueInitIsSmall: a new connection's queue does not allocate
+// a ring of its whole capacity (maxInFlight slots, 8 KiB, was half of what
+// a session that connects and closes allocated); the ring grows on demand.
+func TestRequestQueueInitIsSmall(t *testing.T) {
+	const n = 200
+	qs := make([]*requestQueue, n)
+	var zxid int64
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range qs {
+		qs[i] = new(requestQueue)
+		qs[i].init(maxInFlight, maxQueuedNotifications, &zxid)
+	}
+	runtime.ReadMemStats(&after)
+	perQueue := (after.TotalAlloc - before.TotalAlloc) / n
+	require.Less(t, perQueue, uint64(512), "bytes allocated per new request queue (the queue itself included)")
+	runtime.KeepAlive(qs)
+}
+
+// TestRequestQueueGrowsToCapacity: the ring grows as items are pushed, up
+// to the capacity and no further, and items come out in order across
+// growths and wrap-arounds.
+func TestRequestQueueGrowsToCapacity(t *testing.T) {
+	for _, capacity := range []int{1, 3, firstRingSize, firstRingSize + 1, 37, maxInFlight} {
+		t.Run(fmt.Sprint(capacity), func(t *testing.T) {
+			g := newQueueRig(capacity)
+			items := make([]*item, 0, 3*capacity)
+			next := 0 // the index in items answered next
+			pushAll := func() {
+				for {
+					it := &item{}
+					if !g.q.push(it) {
+						break
+					}
+					items = append(items, it)
+				}
+				require.Equal(t, capacity, g.q.pending())
+				require.True(t, g.q.full())
+			}
+			popSome := func(k int) {
+				for range k {
+					require.Same(t, items[next], g.q.front())
+					g.q.pop()
+					next++
+				}
+			}
+			pushAll()
+			popSome((capacity + 1) / 2) // the next pushes wrap around
+			pushAll()
+			popSome(capacity)
+			require.Nil(t, g.q.front())
+			require.LessOrEqual(t, len(g.q.ring.Load().slots), capacity)
+		})
+	}
+}
+
+// TestRequestQueueGrowsWhileWriterPops: the reader pushes, growing the
+// ring, while the writer pops on another goroutine; every item comes out
+// once, in order. Each round starts from a new queue, so growths race with
+// pops again and again. Run with -race.
+func TestRequestQueueGrowsWhileWriterPops(t *testing.T) {
+	const rounds, perRound = 500, 300
+	for _, capacity := range []int{7, 64, maxInFlight} {
+		t.Run(fmt.Sprint(capacity), func(t *testing.T) {
+			items := make([]item, perRound)
+			for range rounds {
+				g := newQueueRig(capacity)
+				done := make(chan error, 1)
+				go func() { // the writer
+					for i := 0; i < perRound; {
+						it := g.q.front()
+						if it == nil {
+							runtime.Gosched()
+							continue
+						}
+						if it != &items[i] {
+							done <- fmt.Errorf("item %d out of order", i)
+							return
+						}
+						g.q.pop()
+						i++
+					}
+					done <- nil
+				}()
+				for i := range items { // the reader
+					for !g.q.push(&items[i]) {
+						runtime.Gosched()
+					}
+				}
+				require.NoError(t, <-done)
+			}
 		})
 	}
 }

@@ -19,9 +19,11 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	xid, op := hdr.Xid, hdr.Type
 	c.stats.lastOp.Store(op)
 	c.stats.lastCxid.Store(xid)
-	if ev := c.log.Debug(); ev.Enabled() && op != jute.OpPing {
-		// Guarded: the fields would be formatted on every request otherwise.
-		ev.Str("session", sessionHex(c.sessionID)).Int32("xid", xid).Str("op", opName(op)).Msg("request")
+	if op != jute.OpPing && c.srv.log.Debug().Enabled() {
+		// Guarded: the fields would be formatted on every request otherwise;
+		// the server's logger (same level) is asked, as the connection's is
+		// made only when it logs (logger).
+		c.logger().Debug().Str("session", sessionHex(c.sessionID)).Int32("xid", xid).Str("op", opName(op)).Msg("request")
 	}
 	if op != jute.OpAuth && op != jute.OpSASL && !c.authEnforced() {
 		return c.refuseUnauthenticated(xid)
@@ -52,7 +54,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	case jute.OpReconfig:
 		return c.handleReconfig(xid, body)
 	case jute.OpCreateSession:
-		c.log.Warn().Msg("client sent createSession, closing connection")
+		c.logger().Warn().Msg("client sent createSession, closing connection")
 		return false
 	}
 	if read := c.decodeRead(xid, op, body); read != nil {
@@ -61,7 +63,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	if isKnownRead(op) {
 		return c.enqueueReply(xid, jute.ErrMarshallingError, nil, false)
 	}
-	c.log.Warn().Int32("opcode", op).Msg("unknown opcode, closing connection")
+	c.logger().Warn().Int32("opcode", op).Msg("unknown opcode, closing connection")
 	c.enqueue(&item{build: func(*item) ([]byte, bool) {
 		return c.reply(xid, -1, jute.ErrUnimplemented, nil), true // ZooKeeper's zxid here is -1
 	}})
@@ -93,7 +95,7 @@ func pingFrame(zxid int64) []byte {
 func (c *conn) handleAuth(xid int32, body []byte) bool {
 	var p jute.AuthPacket
 	if err := jute.Unmarshal(body, &p); err != nil {
-		c.log.Warn().Err(err).Msg("malformed auth packet, closing connection")
+		c.logger().Warn().Err(err).Msg("malformed auth packet, closing connection")
 		return false
 	}
 	var added []jute.Id
@@ -110,7 +112,7 @@ func (c *conn) handleAuth(xid int32, body []byte) bool {
 		added = []jute.Id{} // the connection already carries its ip id
 	}
 	if added == nil {
-		c.log.Info().Str("scheme", p.Scheme).Msg("auth failed, closing connection")
+		c.logger().Info().Str("scheme", p.Scheme).Msg("auth failed, closing connection")
 		c.enqueue(&item{build: func(*item) ([]byte, bool) {
 			return c.reply(xid, 0, jute.ErrAuthFailed, nil), true
 		}})
@@ -187,12 +189,12 @@ func (c *conn) proposeItem(it *item, e *entry) bool {
 	applied := c.onApplied(it)
 	if err := c.srv.proposeAsync(ctx, e, func(r applyResult) { cancel(); applied(r) }, func(err error) {
 		cancel()
-		c.log.Warn().Err(err).Msg("write not proposed, closing connection")
+		c.logger().Warn().Err(err).Msg("write not proposed, closing connection")
 		it.err = err
 		close(it.ready)
 	}); err != nil {
 		cancel()
-		c.log.Warn().Err(err).Msg("write not proposed, closing connection")
+		c.logger().Warn().Err(err).Msg("write not proposed, closing connection")
 		it.err = err
 		close(it.ready)
 		return false
@@ -209,7 +211,7 @@ func (c *conn) onApplied(it *item) func(applyResult) {
 		it.res = r
 		close(it.ready)
 		if r.Err == errOutOfOrder {
-			c.log.Warn().Msg("an earlier write of this connection was lost, closing connection")
+			c.logger().Warn().Msg("an earlier write of this connection was lost, closing connection")
 			c.close()
 		}
 	}

@@ -60,13 +60,13 @@ func (s *Server) setupSASL() error {
 func (c *conn) handleSASL(xid int32, body []byte) bool {
 	var req jute.BufferRecord
 	if err := jute.Unmarshal(body, &req); err != nil {
-		c.log.Warn().Err(err).Msg("malformed sasl request, closing connection")
+		c.logger().Warn().Err(err).Msg("malformed sasl request, closing connection")
 		return false
 	}
 	if req.Token == nil {
 		// A null token (length -1): ZooKeeper's processSasl fails on it
 		// before anything else and the connection closes, SASL or not.
-		c.log.Warn().Msg("sasl request with a null token, closing connection")
+		c.logger().Warn().Msg("sasl request with a null token, closing connection")
 		return false
 	}
 	login := c.srv.sasl
@@ -84,7 +84,7 @@ func (c *conn) handleSASL(xid int32, body []byte) bool {
 	}
 	token, err := c.saslServer.Step(req.Token)
 	if err != nil {
-		c.log.Warn().Err(err).Str("session", sessionHex(c.sessionID)).Msg("client failed to SASL authenticate")
+		c.logger().Warn().Err(err).Str("session", sessionHex(c.sessionID)).Msg("client failed to SASL authenticate")
 		required := slices.Contains(c.srv.cfg.EnforcedAuthSchemes(), "sasl")
 		if c.srv.cfg.SASL.AllowFailedClients && !required {
 			token = nil // keeps the connection, unauthenticated
@@ -109,7 +109,7 @@ func (c *conn) handleSASL(xid int32, body []byte) bool {
 			added = append(added, jute.Id{Scheme: "super", ID: ""})
 		}
 		c.addAuthIDs(added)
-		c.log.Info().Str("session", sessionHex(c.sessionID)).Str("sasl", user).Msg("client SASL authenticated")
+		c.logger().Info().Str("session", sessionHex(c.sessionID)).Str("sasl", user).Msg("client SASL authenticated")
 	}
 	rec := &jute.BufferRecord{Token: token}
 	return c.enqueue(&item{build: func(*item) ([]byte, bool) {
@@ -138,7 +138,7 @@ func (c *conn) authEnforced() bool {
 // 0 and no body, then the connection closes (the session stays until it
 // expires, as in ZooKeeper).
 func (c *conn) refuseUnauthenticated(xid int32) bool {
-	c.log.Warn().Str("session", sessionHex(c.sessionID)).Strs("required", c.srv.cfg.EnforcedAuthSchemes()).
+	c.logger().Warn().Str("session", sessionHex(c.sessionID)).Strs("required", c.srv.cfg.EnforcedAuthSchemes()).
 		Msg("client has not authenticated with a required scheme, closing connection")
 	c.enqueue(&item{build: func(*item) ([]byte, bool) {
 		return c.reply(xid, 0, jute.ErrSessionClosedRequireAuth, nil), true

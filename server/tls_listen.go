@@ -97,12 +97,12 @@ func (s *Server) serveTLS(c *conn, tc *tls.Conn) {
 	cancel()
 	<-watching
 	if err != nil {
-		c.log.Info().Err(err).Msg("client TLS handshake failed, closing connection")
+		c.logger().Info().Err(err).Msg("client TLS handshake failed, closing connection")
 		c.finish()
 		return
 	}
 	if err := s.addCertIdentity(c, tc.ConnectionState()); err != nil {
-		c.log.Warn().Err(err).Msg("client certificate has no usable subject, closing connection")
+		c.logger().Warn().Err(err).Msg("client certificate has no usable subject, closing connection")
 		c.finish()
 		return
 	}
@@ -126,6 +126,6 @@ func (s *Server) addCertIdentity(c *conn, cs tls.ConnectionState) error {
 		ids = append(ids, jute.Id{Scheme: "super", ID: dn})
 	}
 	c.authIDs.Store(&ids)
-	c.log.Debug().Str("x509", dn).Msg("client authenticated by certificate")
+	c.logger().Debug().Str("x509", dn).Msg("client authenticated by certificate")
 	return nil
 }
