@@ -424,7 +424,7 @@ func TestNewConnAllocatesLittle(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	perConn := (after.TotalAlloc - before.TotalAlloc) / n
 	t.Logf("%d bytes per connection", perConn)
-	require.Less(t, perConn, uint64(1536), "bytes allocated per accepted connection")
+	require.Less(t, perConn, uint64(newConnBytes), "bytes allocated per accepted connection")
 	runtime.KeepAlive(conns)
 }
 

@@ -7,3 +7,10 @@ package server
 // allocate 64 KiB connection buffers at random (measured: 47 to 60 KiB per
 // session); the bound only catches buffers made for every connection again.
 const sessionChurnBytes = 128 << 10
+
+// newConnBytes bounds TestNewConnAllocatesLittle under -race: the race
+// detector's sync.Pool drops a quarter of what is put back, so newConn
+// makes a 64 KiB write buffer about one time in four (measured: 15 to 18
+// KiB per connection); the bound only catches a buffer or a ring of
+// maxInFlight slots made for every connection again.
+const newConnBytes = 64 << 10

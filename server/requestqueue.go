@@ -145,6 +145,12 @@ type requestQueue struct {
 	// allocation for a connection that never has more in flight.
 	first      itemRing
 	firstSlots [firstRingSize]atomic.Pointer[item]
+	// firstCleared (writer side): once the writer sees a grown ring, it
+	// clears firstSlots, which the reader copied before it published that
+	// ring and never reads again; otherwise the queue, which lives as long
+	// as its connection, would keep up to firstRingSize answered items
+	// (and their requests' data) alive.
+	firstCleared bool
 
 	// replyZxid points at the owner's record of the zxid of the last
 	// reply frame it built (conn.replyZxid, Endpoint.replyZxid); turn reads
@@ -258,8 +264,15 @@ func (q *requestQueue) front() *item {
 // reader waits for room (wantRoom), so it is to be woken.
 func (q *requestQueue) pop() (wakeReader bool) {
 	h := q.head.Load()
-	q.ring.Load().slot(h).Store(nil)
+	r := q.ring.Load()
+	r.slot(h).Store(nil)
 	q.head.Store(h + 1)
+	if r != &q.first && !q.firstCleared {
+		for i := range q.firstSlots {
+			q.firstSlots[i].Store(nil)
+		}
+		q.firstCleared = true
+	}
 	// After the store: either the reader's push after wantRoom sees the
 	// room made here, or this sees its flag (sequentially consistent
 	// atomics), so a waiting reader is never left without a wake-up.

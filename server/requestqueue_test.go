@@ -332,3 +332,20 @@ func TestRequestQueueGrowsWhileWriterPops(t *testing.T) {
 		})
 	}
 }
+
+// TestRequestQueueGrownRingReleasesFirstSlots: after the ring grew, the
+// writer clears the queue's first ring, which lives as long as the
+// connection: answered items (and their requests' data) are not kept.
+func TestRequestQueueGrownRingReleasesFirstSlots(t *testing.T) {
+	g := newQueueRig(maxInFlight)
+	for range firstRingSize + 1 { // one more than the first ring: it grows
+		require.True(t, g.q.push(&item{}))
+	}
+	for range firstRingSize + 1 {
+		require.NotNil(t, g.q.front())
+		g.q.pop()
+	}
+	for i := range g.q.firstSlots {
+		require.Nil(t, g.q.firstSlots[i].Load(), "first ring slot %d still holds an answered item", i)
+	}
+}
