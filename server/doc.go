@@ -117,8 +117,9 @@
 //
 // session.Tracker's and consensus.Node's own locks are leaves from this
 // package's view: their methods are called with no server mutex held, except
-// that Node methods may be called under reconfigMu. Server.stopOnce and
-// conn.closeOnce are sync.Once. No server mutex is held while a waiter
+// that Node methods may be called under reconfigMu. Server.stopOnce,
+// conn.closeOnce and conn.logOnce (a leaf: taken under stateMachine.mu and
+// watchManager.mu when a connection first logs) are sync.Once. No server mutex is held while a waiter
 // callback or an apply hook runs. conn.close takes no mutex of this package
 // but closes the socket (a TLS close may wait on the peer); it runs under
 // connMu (Stop, stateReplaced, servingMonitor) and, when a client that does
