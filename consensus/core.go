@@ -436,6 +436,37 @@ func (c *Core) sendAppends(msgs []*pb.Message) []*pb.Message {
 	return rest
 }
 
+// mergeAcks drops, from a Ready's messages that wait for its write, an
+// acknowledgement (MsgAppResp, not a rejection) that a later one to the
+// same member, of the same term and for at least its index, follows with
+// no other message to that member between them: a follower answers every
+// append it steps, and the leader takes from a run of acknowledgements
+// only the highest index (the match index only grows; one at or above it
+// also moves a probed follower to replicating). The order of what is kept
+// is unchanged; msgs is reused.
+func (c *Core) mergeAcks(msgs []*pb.Message) []*pb.Message {
+	clear(c.openApp) // per member: its acknowledgement in out that the next may replace
+	out := msgs[:0]
+	for _, m := range msgs {
+		to := m.GetTo()
+		if m.GetType() != pb.MsgAppResp || m.GetReject() {
+			delete(c.openApp, to)
+			out = append(out, m)
+			continue
+		}
+		if i, ok := c.openApp[to]; ok && out[i].GetTerm() == m.GetTerm() && out[i].GetIndex() <= m.GetIndex() {
+			// Keep m in the earlier one's place: nothing to this member
+			// came between them.
+			out[i] = m
+			continue
+		}
+		c.openApp[to] = len(out)
+		out = append(out, m)
+	}
+	clear(msgs[len(out):])
+	return out
+}
+
 // maxMergedAppend bounds the entry bytes of an append mergeAppend builds
 // (raft's own bound per message).
 const maxMergedAppend = maxSizePerMsg

@@ -3,6 +3,7 @@ package consensus
 import (
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -110,4 +111,92 @@ func TestSendAppendsMergesOnlyContinuations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMergeAcksKeepsTheLastOfARun: of a run of acknowledgements to one
+// member only the last is sent when it is of the same term and for at
+// least the index of those before it; rejections, other messages to that
+// member, another term or a lower index end a run.
+func TestMergeAcksKeepsTheLastOfARun(t *testing.T) {
+	ack := func(to, term, index uint64) *pb.Message {
+		return &pb.Message{Type: pb.MsgAppResp.Enum(), From: new(uint64(2)), To: new(to), Term: new(term), Index: new(index)}
+	}
+	reject := func(to, index uint64) *pb.Message {
+		m := ack(to, 3, index)
+		m.Reject = new(true)
+		return m
+	}
+	hbResp := &pb.Message{Type: pb.MsgHeartbeatResp.Enum(), From: new(uint64(2)), To: new(uint64(1)), Term: new(uint64(3))}
+	type got struct {
+		typ       pb.MessageType
+		to, index uint64
+		reject    bool
+	}
+	for _, tc := range []struct {
+		name string
+		msgs []*pb.Message
+		want []got
+	}{
+		{"a run", []*pb.Message{ack(1, 3, 5), ack(1, 3, 7), ack(1, 3, 7), ack(1, 3, 9)},
+			[]got{{pb.MsgAppResp, 1, 9, false}}},
+		{"per member", []*pb.Message{ack(1, 3, 5), ack(3, 3, 2), ack(1, 3, 7), ack(3, 3, 4)},
+			[]got{{pb.MsgAppResp, 1, 7, false}, {pb.MsgAppResp, 3, 4, false}}},
+		{"a rejection ends a run", []*pb.Message{ack(1, 3, 5), reject(1, 6), ack(1, 3, 7)},
+			[]got{{pb.MsgAppResp, 1, 5, false}, {pb.MsgAppResp, 1, 6, true}, {pb.MsgAppResp, 1, 7, false}}},
+		{"another message to the member ends a run", []*pb.Message{ack(1, 3, 5), hbResp, ack(1, 3, 7)},
+			[]got{{pb.MsgAppResp, 1, 5, false}, {pb.MsgHeartbeatResp, 1, 0, false}, {pb.MsgAppResp, 1, 7, false}}},
+		{"a lower index is kept", []*pb.Message{ack(1, 3, 7), ack(1, 3, 5)},
+			[]got{{pb.MsgAppResp, 1, 7, false}, {pb.MsgAppResp, 1, 5, false}}},
+		{"another term is kept", []*pb.Message{ack(1, 3, 7), ack(1, 4, 8)},
+			[]got{{pb.MsgAppResp, 1, 7, false}, {pb.MsgAppResp, 1, 8, false}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Core{openApp: map[uint64]int{}}
+			var out []got
+			for _, m := range c.mergeAcks(tc.msgs) {
+				out = append(out, got{m.GetType(), m.GetTo(), m.GetIndex(), m.GetReject()})
+			}
+			require.Equal(t, tc.want, out)
+		})
+	}
+}
+
+// TestFollowerAcksAReadyOnce (issue 11): a follower that stepped several
+// appends before its Ready sends one acknowledgement, for the last entry,
+// once the write returned.
+func TestFollowerAcksAReadyOnce(t *testing.T) {
+	st := newMemStorage()
+	tr := &sentTransport{}
+	peers := []Peer{{ID: 1}, {ID: 2}, {ID: 3}}
+	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: tr, Logger: zerolog.Nop()}, &recordSM{},
+		CoreOptions{Storage: st, ParallelApply: true, Inbox: newTestInbox()})
+	require.NoError(t, err)
+	handle := func() {
+		for c.HasReady() {
+			require.NoError(t, c.HandleReady())
+		}
+	}
+	handle()
+	tr.take()
+	ent := func(i uint64) *pb.Entry {
+		return &pb.Entry{Index: new(i), Term: new(uint64(2)), Type: pb.EntryNormal.Enum(), Data: []byte("x")}
+	}
+	app := func(index, logTerm, commit uint64, ents ...*pb.Entry) *pb.Message {
+		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
+			Term: new(uint64(2)), Index: new(index), LogTerm: new(logTerm), Commit: new(commit), Entries: ents}
+	}
+	require.NoError(t, c.Step(app(3, 1, 3, ent(4))))
+	require.NoError(t, c.Step(app(4, 2, 3, ent(5))))
+	require.NoError(t, c.Step(app(5, 2, 4)))
+	require.NoError(t, c.Step(app(5, 2, 4, ent(6))))
+	handle()
+	var acks []uint64
+	for _, m := range tr.take() {
+		if m.GetType() == pb.MsgAppResp {
+			require.False(t, m.GetReject())
+			acks = append(acks, m.GetIndex())
+		}
+	}
+	require.Equal(t, []uint64{6}, acks)
+	require.Equal(t, uint64(6), st.lastIndex())
 }

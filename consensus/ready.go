@@ -185,7 +185,7 @@ func (c *Core) BeginReady() (*ReadyWrite, error) {
 	if mutation.Enabled(mutation.AckBeforeDurable) {
 		c.send(rd.Messages)
 	} else {
-		w.msgs = c.sendAppends(rd.Messages)
+		w.msgs = c.mergeAcks(c.sendAppends(rd.Messages))
 		w.sendOnWrite = !w.hasSnap
 	}
 	c.propsSent.Store(stepped)
