@@ -109,6 +109,7 @@ type Core struct {
 	promoteWait  int             // ticks before promoting again at promoteConf
 	changes      []*MemberChange // membership changes; the first one runs
 	sendBuf      []*pb.Message   // reused by sendAppends
+	openApp      map[uint64]int  // sendAppends: per member, its append in sendBuf that the next may extend
 	parallel     bool            // CoreOptions.ParallelApply
 	inbox        Inbox           // CoreOptions.Inbox
 	inboxBuf     []*pb.Message   // reused by stepInbox
@@ -194,6 +195,7 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 		onReads:   opts.OnReadStates,
 		parallel:  opts.ParallelApply,
 		inbox:     opts.Inbox,
+		openApp:   make(map[uint64]int),
 	}
 	if c.transport == nil {
 		c.inbox = nil // a single member receives no messages
@@ -399,12 +401,32 @@ func (c *Core) HasReady() bool { return c.rn.HasReady() }
 // (MsgAppResp) and votes vouch for this member's durable state and stay
 // behind. Sending forwarded proposals now also keeps them ahead of those
 // Forward sends directly afterwards (propsSent).
+//
+// A Ready's appends to one follower that continue each other are sent as
+// one (mergeAppend): raft sends an append for every proposal it steps, and
+// one carrying only the commit index whenever it advances, and a follower
+// answers each, so a batch of n proposals cost each follower 2n messages
+// and acknowledgements where one of each does (issue 11).
 func (c *Core) sendAppends(msgs []*pb.Message) []*pb.Message {
 	rest := msgs[:0]
+	clear(c.openApp)
 	for _, m := range msgs {
-		if t := m.GetType(); t == pb.MsgApp || t == pb.MsgHeartbeat || t == pb.MsgProp {
+		switch t := m.GetType(); {
+		case t == pb.MsgApp:
+			if i, ok := c.openApp[m.GetTo()]; ok {
+				if merged := mergeAppend(c.sendBuf[i], m); merged != nil {
+					c.sendBuf[i] = merged
+					continue
+				}
+			}
+			c.openApp[m.GetTo()] = len(c.sendBuf)
 			c.sendBuf = append(c.sendBuf, m)
-		} else {
+		case t == pb.MsgHeartbeat || t == pb.MsgProp:
+			// Nothing merges across another message to the same member.
+			delete(c.openApp, m.GetTo())
+			c.sendBuf = append(c.sendBuf, m)
+		default:
+			delete(c.openApp, m.GetTo())
 			rest = append(rest, m)
 		}
 	}
@@ -412,6 +434,79 @@ func (c *Core) sendAppends(msgs []*pb.Message) []*pb.Message {
 	clear(c.sendBuf)
 	c.sendBuf = c.sendBuf[:0]
 	return rest
+}
+
+// mergeAcks drops, from a Ready's messages that wait for its write, an
+// acknowledgement (MsgAppResp, not a rejection) that a later one to the
+// same member, of the same term and for at least its index, follows with
+// no other message to that member between them: a follower answers every
+// append it steps, and the leader takes from a run of acknowledgements
+// only the highest index (the match index only grows; one at or above it
+// also moves a probed follower to replicating). The order of what is kept
+// is unchanged; msgs is reused.
+func (c *Core) mergeAcks(msgs []*pb.Message) []*pb.Message {
+	clear(c.openApp) // per member: its acknowledgement in out that the next may replace
+	out := msgs[:0]
+	for _, m := range msgs {
+		to := m.GetTo()
+		if m.GetType() != pb.MsgAppResp || m.GetReject() {
+			delete(c.openApp, to)
+			out = append(out, m)
+			continue
+		}
+		if i, ok := c.openApp[to]; ok && out[i].GetTerm() == m.GetTerm() && out[i].GetIndex() <= m.GetIndex() {
+			// Keep m in the earlier one's place: nothing to this member
+			// came between them.
+			out[i] = m
+			continue
+		}
+		c.openApp[to] = len(out)
+		out = append(out, m)
+	}
+	clear(msgs[len(out):])
+	return out
+}
+
+// maxMergedAppend bounds the entry bytes of an append mergeAppend builds
+// (raft's own bound per message).
+const maxMergedAppend = maxSizePerMsg
+
+// mergeAppend returns one append equivalent to a followed by b, two
+// appends of the same term to the same member, or nil if b does not
+// continue a: b must start where a's entries end (b.Index is a's last
+// index, b.LogTerm that entry's term, or a's own position when a carries
+// none), and the entries stay within maxMergedAppend. A follower that
+// takes the result ends as after taking a then b (raft appends b's entries
+// after a's, and commits up to the higher commit index, both bounded by
+// the last entry it got), and answers once, for b's last index, as it
+// would answer b. Raft's entries and messages are not modified: the
+// result is new, with a new entry slice.
+func mergeAppend(a, b *pb.Message) *pb.Message {
+	if a.GetTerm() != b.GetTerm() || a.GetFrom() != b.GetFrom() {
+		return nil
+	}
+	last, lastTerm := a.GetIndex(), a.GetLogTerm()
+	if n := len(a.GetEntries()); n > 0 {
+		last, lastTerm = a.GetEntries()[n-1].GetIndex(), a.GetEntries()[n-1].GetTerm()
+	}
+	if b.GetIndex() != last || b.GetLogTerm() != lastTerm {
+		return nil
+	}
+	size := 0
+	for _, e := range a.GetEntries() {
+		size += len(e.GetData())
+	}
+	for _, e := range b.GetEntries() {
+		size += len(e.GetData())
+	}
+	if size > maxMergedAppend && len(a.GetEntries()) > 0 && len(b.GetEntries()) > 0 {
+		return nil
+	}
+	ents := make([]*pb.Entry, 0, len(a.GetEntries())+len(b.GetEntries()))
+	ents = append(append(ents, a.GetEntries()...), b.GetEntries()...)
+	return &pb.Message{Type: pb.MsgApp.Enum(), From: new(a.GetFrom()), To: new(a.GetTo()), Term: new(a.GetTerm()),
+		Index: new(a.GetIndex()), LogTerm: new(a.GetLogTerm()), Commit: new(max(a.GetCommit(), b.GetCommit())),
+		Entries: ents}
 }
 
 func (c *Core) send(msgs []*pb.Message) {

@@ -444,3 +444,49 @@ func TestSnapshotAfterMirroredApplyKeepsRaftEntries(t *testing.T) {
 	handle() // raft hands out 4..7 (skipped: applied) and the rest
 	require.Equal(t, []string{"a", "b", "c", "d"}, sm.applied())
 }
+
+// tellSM records, at each Apply, the commit indexes the leader had told
+// its followers by then (tellCommit's empty appends).
+type tellSM struct {
+	recordSM
+	tr   *sentTransport
+	seen []*pb.Message // everything sent before the last Apply
+	told map[string][]uint64
+}
+
+func (s *tellSM) Apply(index, term uint64, data []byte) error {
+	s.seen = append(s.seen, s.tr.take()...)
+	for _, m := range s.seen {
+		if m.GetType() == pb.MsgApp && len(m.GetEntries()) == 0 && m.GetCommit() >= index {
+			s.told[string(data)] = append(s.told[string(data)], m.GetTo())
+		}
+	}
+	return s.recordSM.Apply(index, term, data)
+}
+
+// TestLeaderTellsCommitBeforeApplying (issue 11): a leader that learns,
+// while it writes, that entry a is committed tells its followers before it
+// applies a itself, so that they apply and answer their clients meanwhile.
+func TestLeaderTellsCommitBeforeApplying(t *testing.T) {
+	c, st, tr, _, inbox, handle := startTestLeader(t, 2)
+	sm := &tellSM{tr: tr, told: map[string][]uint64{}}
+	c.sm = sm
+	require.NoError(t, c.Propose([]byte("a")))
+	handle() // writes a, sends it to 2 and 3
+	a := st.lastIndex()
+	tr.take()
+	st.onWrite = func(w *WriteBatch) {
+		if len(w.Entries) == 0 || string(w.Entries[0].GetData()) != "b" {
+			return
+		}
+		// 2 acknowledges a while b is written: a is committed and applied
+		// meanwhile.
+		inbox.deliver(t, &pb.Message{Type: pb.MsgAppResp.Enum(), From: new(uint64(2)), To: new(uint64(1)),
+			Term: new(c.Term()), Index: new(a)})
+	}
+	require.NoError(t, c.Propose([]byte("b")))
+	require.NoError(t, c.HandleReady())
+	require.Equal(t, []string{"a"}, sm.applied())
+	require.Equal(t, []uint64{2}, sm.told["a"], "2 was told a is committed before the leader applied a")
+	handle()
+}

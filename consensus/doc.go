@@ -17,7 +17,9 @@
 //     only after its snapshot, hard state and entries are durable, except
 //     the leader's appends and heartbeats, which go first so that followers
 //     write in parallel with the leader (raft counts the leader's own copy
-//     only after its write, when Advance steps its self-acknowledgement).
+//     only after its write, when Advance steps its self-acknowledgement;
+//     a Ready's appends to one follower that continue each other leave as
+//     one, which the follower answers once: Core.sendAppends).
 //     Two more messages vouch for nothing on the sender's disk and leave
 //     at once: a leader's empty MsgApp telling a follower the commit index
 //     (a quorum's) while it writes (Core.tellCommit), and a follower's

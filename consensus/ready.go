@@ -185,7 +185,7 @@ func (c *Core) BeginReady() (*ReadyWrite, error) {
 	if mutation.Enabled(mutation.AckBeforeDurable) {
 		c.send(rd.Messages)
 	} else {
-		w.msgs = c.sendAppends(rd.Messages)
+		w.msgs = c.mergeAcks(c.sendAppends(rd.Messages))
 		w.sendOnWrite = !w.hasSnap
 	}
 	c.propsSent.Store(stepped)
@@ -271,7 +271,8 @@ func (c *Core) ApplyDurable(w *ReadyWrite) error {
 // applied (and the clients answered) while the next batch is written. raft
 // takes messages between Ready and Advance (raft.Node does the same); what
 // they make it send waits for the next Ready, but for the leader's commit
-// index (tellCommit). An error is fatal (an Apply error).
+// index (tellCommit), which leaves before this member applies. An error is
+// fatal (an Apply error).
 //
 // Applying from the mirror is safe only while raft's log up to lastDurable
 // is the mirror's: so only as long as this member's raft state and term
@@ -295,6 +296,12 @@ func (c *Core) StepWhileWriting(w *ReadyWrite, msgs ...*pb.Message) error {
 		w.keep = false
 		return nil
 	}
+	if w.state == raft.StateLeader {
+		// The followers first: they apply and answer their clients (two
+		// thirds of a 3-member group's) meanwhile, instead of after this
+		// member's apply (issue 11).
+		c.tellCommit(st.GetCommit(), w.term, w.rd.Entries)
+	}
 	if err := c.applyMirrored(min(st.GetCommit(), w.lastDurable)); err != nil {
 		return err
 	}
@@ -308,9 +315,6 @@ func (c *Core) StepWhileWriting(w *ReadyWrite, msgs ...*pb.Message) error {
 		if err := c.applyCommitted(w.rd.Entries[:n]); err != nil {
 			return err
 		}
-	}
-	if w.state == raft.StateLeader {
-		c.tellCommit(st.GetCommit(), w.term, w.rd.Entries)
 	}
 	return nil
 }
