@@ -64,14 +64,19 @@ func (s *freezeState) release() {
 	s.mu.Unlock()
 }
 
-// metaOf returns n's meta as of the freeze. n must be a frozen node.
-func (s *freezeState) metaOf(n *node) meta {
+// metaOf returns n's meta as of the freeze, or ErrReleased once the
+// freeze was released (its saved copies are gone: the live meta may be
+// later than the freeze). n must be a frozen node.
+func (s *freezeState) metaOf(n *node) (meta, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if m := s.saved[n]; m != nil {
-		return *m
+	if s.released.Load() {
+		return meta{}, ErrReleased
 	}
-	return n.meta
+	if m := s.saved[n]; m != nil {
+		return *m, nil
+	}
+	return n.meta, nil
 }
 
 // Frozen is a Tree's nodes as they were when Freeze took it, for writing a
@@ -169,7 +174,10 @@ func (f *Frozen) SnapshotSize() (int, error) {
 	}
 	size := len(snapMagic) + 8 + 4 // magic, node count, CRC
 	for _, n := range f.nodes {
-		m := f.st.metaOf(n)
+		m, err := f.st.metaOf(n)
+		if err != nil {
+			return 0, err
+		}
 		size += encodedSize(n.path, &m)
 	}
 	runtime.KeepAlive(f) // as in WriteSnapshot

@@ -225,6 +225,10 @@ func TestFrozenEncodersRaceWithWrites(t *testing.T) {
 // Freeze copies no node: freezing 100k znodes allocates the pointer slice
 // and a few small objects (the copying Freeze allocated 144 bytes a node).
 func TestFreezeAllocatesNoNodeCopies(t *testing.T) {
+	if checkEveryWrite {
+		// scaleTree's writes would each run Check: quadratic.
+		t.Skip("allocation test; -tags invariants checks the tree after every write")
+	}
 	tree := scaleTree(100000)
 	n := tree.NodeCount()
 	var before, after runtime.MemStats
@@ -292,4 +296,28 @@ func TestFrozenNotReleasedWhileWriting(t *testing.T) {
 // the 160-byte one (16 MB).
 func TestNodeSizeClass(t *testing.T) {
 	require.LessOrEqual(t, unsafe.Sizeof(node{}), uintptr(144))
+}
+
+// A freeze released while its snapshot is being written (here by the
+// writer itself, after the first chunk) makes the write fail with
+// ErrReleased instead of going on with live metas, later than the freeze.
+func TestFrozenReleasedMidWriteFails(t *testing.T) {
+	tree := scaleTree(3000)
+	f := tree.Freeze()
+	w := &releasingWriter{release: f.Release}
+	err := f.WriteSnapshot(w)
+	require.ErrorIs(t, err, ErrReleased)
+}
+
+type releasingWriter struct {
+	release func()
+	n       int
+}
+
+func (w *releasingWriter) Write(p []byte) (int, error) {
+	if w.n == 0 {
+		w.release()
+	}
+	w.n += len(p)
+	return len(p), nil
 }

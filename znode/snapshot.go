@@ -58,7 +58,10 @@ func writeSnapshot(w io.Writer, nodes []*node, frozen *freezeState) error {
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(nodes)))
 	for _, n := range nodes {
 		if frozen != nil {
-			m := frozen.metaOf(n)
+			m, err := frozen.metaOf(n)
+			if err != nil {
+				return err
+			}
 			buf = appendNode(buf, n.path, &m)
 		} else {
 			buf = appendNode(buf, n.path, &n.meta)
