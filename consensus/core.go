@@ -110,6 +110,7 @@ type Core struct {
 	changes      []*MemberChange // membership changes; the first one runs
 	sendBuf      []*pb.Message   // reused by sendAppends
 	openApp      map[uint64]int  // sendAppends: per member, its append in sendBuf that the next may extend
+	openMerged   map[uint64]int  // sendAppends: per member whose open append mergeAppend built, its entry bytes
 	parallel     bool            // CoreOptions.ParallelApply
 	inbox        Inbox           // CoreOptions.Inbox
 	inboxBuf     []*pb.Message   // reused by stepInbox
@@ -185,17 +186,18 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 		return nil, errors.New("consensus: nil Storage")
 	}
 	c := &Core{
-		cfg:       cfg,
-		lg:        cfg.Logger.With().Str("component", "consensus").Uint64("node_id", cfg.ID).Logger(),
-		sm:        sm,
-		store:     opts.Storage,
-		mem:       raft.NewMemoryStorage(),
-		transport: cfg.Transport,
-		now:       opts.Now,
-		onReads:   opts.OnReadStates,
-		parallel:  opts.ParallelApply,
-		inbox:     opts.Inbox,
-		openApp:   make(map[uint64]int),
+		cfg:        cfg,
+		lg:         cfg.Logger.With().Str("component", "consensus").Uint64("node_id", cfg.ID).Logger(),
+		sm:         sm,
+		store:      opts.Storage,
+		mem:        raft.NewMemoryStorage(),
+		transport:  cfg.Transport,
+		now:        opts.Now,
+		onReads:    opts.OnReadStates,
+		parallel:   opts.ParallelApply,
+		inbox:      opts.Inbox,
+		openApp:    make(map[uint64]int),
+		openMerged: make(map[uint64]int),
 	}
 	if c.transport == nil {
 		c.inbox = nil // a single member receives no messages
@@ -410,15 +412,25 @@ func (c *Core) HasReady() bool { return c.rn.HasReady() }
 func (c *Core) sendAppends(msgs []*pb.Message) []*pb.Message {
 	rest := msgs[:0]
 	clear(c.openApp)
+	if c.openMerged == nil {
+		c.openMerged = make(map[uint64]int)
+	}
+	clear(c.openMerged)
 	for _, m := range msgs {
 		switch t := m.GetType(); {
 		case t == pb.MsgApp:
 			if i, ok := c.openApp[m.GetTo()]; ok {
-				if merged := mergeAppend(c.sendBuf[i], m); merged != nil {
+				size, owned := c.openMerged[m.GetTo()]
+				if !owned {
+					size = entryBytes(c.sendBuf[i])
+				}
+				if merged, size := mergeAppend(c.sendBuf[i], m, size, owned); merged != nil {
 					c.sendBuf[i] = merged
+					c.openMerged[m.GetTo()] = size
 					continue
 				}
 			}
+			delete(c.openMerged, m.GetTo())
 			c.openApp[m.GetTo()] = len(c.sendBuf)
 			c.sendBuf = append(c.sendBuf, m)
 		case t == pb.MsgHeartbeat || t == pb.MsgProp:
@@ -475,38 +487,56 @@ const maxMergedAppend = maxSizePerMsg
 // appends of the same term to the same member, or nil if b does not
 // continue a: b must start where a's entries end (b.Index is a's last
 // index, b.LogTerm that entry's term, or a's own position when a carries
-// none), and the entries stay within maxMergedAppend. A follower that
-// takes the result ends as after taking a then b (raft appends b's entries
-// after a's, and commits up to the higher commit index, both bounded by
-// the last entry it got), and answers once, for b's last index, as it
-// would answer b. Raft's entries and messages are not modified: the
-// result is new, with a new entry slice.
-func mergeAppend(a, b *pb.Message) *pb.Message {
+// none), and the entries stay within maxMergedAppend. aSize is the entry
+// data bytes of a; size is the result's. A follower that takes the result
+// answers once, for b's last index, as it would answer b, and ends as after
+// taking a then b (raft appends b's entries after a's, and commits up to
+// the higher commit index, both bounded by the last entry it got) — except
+// when a starts below the follower's commit index and ends at or above it:
+// raft's follower then ignores the whole append (it answers with its
+// commit index), where it would have ignored a and taken b. The leader
+// cannot know that commit index; the follower's next answer to a
+// heartbeat makes raft probe and send b's entries again, so the cost is a
+// delay to that follower, and it needs messages reordered or duplicated
+// (everything a leader sends carries a commit index at or below the
+// follower's match). Raft's entries and messages are not modified: unless
+// owned (a was built by mergeAppend, its entry slice is this package's),
+// the result is new, with a new entry slice; an owned a is extended in
+// place, so merging a run of n appends copies each entry about once.
+func mergeAppend(a, b *pb.Message, aSize int, owned bool) (merged *pb.Message, size int) {
 	if a.GetTerm() != b.GetTerm() || a.GetFrom() != b.GetFrom() {
-		return nil
+		return nil, 0
 	}
 	last, lastTerm := a.GetIndex(), a.GetLogTerm()
 	if n := len(a.GetEntries()); n > 0 {
 		last, lastTerm = a.GetEntries()[n-1].GetIndex(), a.GetEntries()[n-1].GetTerm()
 	}
 	if b.GetIndex() != last || b.GetLogTerm() != lastTerm {
-		return nil
+		return nil, 0
 	}
-	size := 0
-	for _, e := range a.GetEntries() {
-		size += len(e.GetData())
-	}
-	for _, e := range b.GetEntries() {
-		size += len(e.GetData())
-	}
+	size = aSize + entryBytes(b)
 	if size > maxMergedAppend && len(a.GetEntries()) > 0 && len(b.GetEntries()) > 0 {
-		return nil
+		return nil, 0
+	}
+	if owned {
+		a.Entries = append(a.Entries, b.GetEntries()...)
+		a.Commit = new(max(a.GetCommit(), b.GetCommit()))
+		return a, size
 	}
 	ents := make([]*pb.Entry, 0, len(a.GetEntries())+len(b.GetEntries()))
 	ents = append(append(ents, a.GetEntries()...), b.GetEntries()...)
 	return &pb.Message{Type: pb.MsgApp.Enum(), From: new(a.GetFrom()), To: new(a.GetTo()), Term: new(a.GetTerm()),
 		Index: new(a.GetIndex()), LogTerm: new(a.GetLogTerm()), Commit: new(max(a.GetCommit(), b.GetCommit())),
-		Entries: ents}
+		Entries: ents}, size
+}
+
+// entryBytes is the entry data bytes of m.
+func entryBytes(m *pb.Message) int {
+	size := 0
+	for _, e := range m.GetEntries() {
+		size += len(e.GetData())
+	}
+	return size
 }
 
 func (c *Core) send(msgs []*pb.Message) {

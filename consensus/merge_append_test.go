@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -199,4 +200,42 @@ func TestFollowerAcksAReadyOnce(t *testing.T) {
 	}
 	require.Equal(t, []uint64{6}, acks)
 	require.Equal(t, uint64(6), st.lastIndex())
+}
+
+// TestSendAppendsMergesARunLinearly: a run of n appends to one follower is
+// merged by extending the merged message's own entry slice, not by
+// copying every entry gathered so far at each step (quadratic: 4000
+// appends took 56 ms on the raft loop before the write starts).
+func TestSendAppendsMergesARunLinearly(t *testing.T) {
+	const n = 4000
+	run := func() []*pb.Message {
+		msgs := make([]*pb.Message, n)
+		for i := range msgs {
+			idx := uint64(10 + i)
+			msgs[i] = &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)), Term: new(uint64(3)),
+				Index: new(idx), LogTerm: new(uint64(3)), Commit: new(idx),
+				Entries: []*pb.Entry{{Index: new(idx + 1), Term: new(uint64(3)), Data: []byte("x")}}}
+		}
+		return msgs
+	}
+	tr := &sentTransport{}
+	c := &Core{openApp: map[uint64]int{}, transport: tr}
+	msgs := run()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c.sendAppends(msgs)
+	runtime.ReadMemStats(&after)
+	sent := tr.take()
+	require.Len(t, sent, 1)
+	require.Len(t, sent[0].GetEntries(), n)
+	require.Equal(t, uint64(10), sent[0].GetIndex())
+	require.Equal(t, uint64(10+n-1), sent[0].GetCommit())
+	for i, e := range sent[0].GetEntries() {
+		require.Equal(t, uint64(11+i), e.GetIndex())
+	}
+	// Linear: about 2 x n pointers for the growing slice, plus the merged
+	// message; the quadratic merge allocated n^2/2 pointers (64 MB here).
+	alloc := after.TotalAlloc - before.TotalAlloc
+	require.Less(t, alloc, uint64(1<<20), "merging %d appends allocated %d bytes", n, alloc)
 }
