@@ -48,7 +48,7 @@ type Config struct {
 	TickInterval   time.Duration // raft logical clock period, default 100ms
 	ElectionTicks  int           // election timeout in ticks, default 10
 	HeartbeatTicks int           // heartbeat period in ticks, default 1
-	SnapshotEvery  uint64        // take a snapshot after this many applied entries since the last one (default 10000)
+	SnapshotEvery  uint64        // take a snapshot after this many applied entries since the last one (default 10000; in a group, after between half of it and all of it, per member)
 	KeepEntries    uint64        // entries kept behind a snapshot for slow followers (default 5000)
 	Transport      Transport     // nil => single-member, no network
 	Logger         zerolog.Logger

@@ -89,9 +89,11 @@
 //     conf changes through raft's ApplyConfChange with the resulting
 //     ConfState persisted. The applied index is then published, releasing
 //     WaitApplied and ReadIndex callers.
-//  6. If SnapshotEvery entries were applied since the last snapshot and no
-//     snapshot is being written, the StateMachine is frozen at the applied
-//     index (SnapshotFreezer, a cheap copy; or Snapshot) and the snapshot is
+//  6. If SnapshotEvery entries were applied since the last snapshot (in a
+//     group of members, between half of that and all of it, a different
+//     number per member and snapshot: snapshotThreshold) and no snapshot is
+//     being written, the StateMachine is frozen at the applied index
+//     (SnapshotFreezer, copy-on-write; or Snapshot) and the snapshot is
 //     handed out as a SnapshotJob; Node runs it on the snapshotter
 //     goroutine, which serializes it, writes the
 //     file (fsync'd), records its metadata in bbolt and then deletes the

@@ -164,7 +164,7 @@ func (n *Node) stopSnapshotter() {
 func (c *Core) maybeSnapshot() error {
 	applied := c.applied.get()
 	last := c.snapIndex.Load()
-	if c.snapInflight || applied <= last || (applied-last < c.cfg.SnapshotEvery && !c.snapNow) {
+	if c.snapInflight || applied <= last || (applied-last < c.snapshotThreshold(last) && !c.snapNow) {
 		return nil
 	}
 	term, err := c.mem.Term(applied)
@@ -187,6 +187,35 @@ func (c *Core) maybeSnapshot() error {
 	c.snapInflight = true
 	c.job = &SnapshotJob{c: c, index: applied, term: term, confState: c.confState.Load(), serialize: serialize, compactMax: c.raftApplying}
 	return nil
+}
+
+// snapshotThreshold is how many entries applied after the snapshot at last
+// make maybeSnapshot take the next one. On a member alone in its
+// configuration it is SnapshotEvery. In a group it is between half of
+// SnapshotEvery and all of it, a function of the member's id and last
+// (deterministic, as the simulator needs), so that the members, which
+// apply the same entries, do not all freeze, encode and write a snapshot
+// at the same index: at once, they slow every quorum together (on hosts
+// that share CPUs or a disk, as in tests and benchmarks, they also
+// compete). ZooKeeper rolls snapCount/2 plus a random part of snapCount/2
+// per server for the same reason.
+func (c *Core) snapshotThreshold(last uint64) uint64 {
+	every := c.cfg.SnapshotEvery
+	cs := c.confState.Load()
+	if every < 2 || cs == nil || len(cs.GetVoters())+len(cs.GetLearners())+len(cs.GetVotersOutgoing()) <= 1 {
+		return every
+	}
+	half := every / 2
+	return every - half + splitmix64(c.cfg.ID^(last*0x9e3779b97f4a7c15))%(half+1)
+}
+
+// splitmix64 is a fixed mixing function (SplitMix64's finalizer): an
+// even spread of thresholds across members and snapshots.
+func splitmix64(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }
 
 // SnapshotJob returns the local snapshot the Core decided to take, once;

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // While a snapshot is being serialized and written, proposals keep being
@@ -113,4 +114,51 @@ func TestRaftStorageSnapshotPayloadFromFile(t *testing.T) {
 	re.waitLeader(t)
 	re.sm.waitCount(t, len(want))
 	check(re)
+}
+
+// snapshotThreshold: alone, a member snapshots every SnapshotEvery
+// entries; in a group, after between half of that and all of it, a
+// different number per member (and per snapshot), so that the members do
+// not all snapshot at the same index.
+func TestSnapshotThresholdSpreadsMembers(t *testing.T) {
+	const every = 100000
+	core := func(id uint64, voters ...uint64) *Core {
+		c := &Core{cfg: Config{ID: id, SnapshotEvery: every}}
+		c.confState.Store(&pb.ConfState{Voters: voters})
+		return c
+	}
+	for _, last := range []uint64{0, 1, 12345, every} {
+		require.Equal(t, uint64(every), core(1, 1).snapshotThreshold(last), "a single member")
+	}
+	seen := map[uint64]bool{}
+	for id := uint64(1); id <= 3; id++ {
+		c := core(id, 1, 2, 3)
+		for last := uint64(0); last < 50*every; last += every {
+			th := c.snapshotThreshold(last)
+			require.GreaterOrEqual(t, th, uint64(every/2))
+			require.LessOrEqual(t, th, uint64(every))
+			require.Equal(t, th, c.snapshotThreshold(last), "deterministic")
+			seen[th] = true
+		}
+	}
+	require.Greater(t, len(seen), 140, "thresholds of 3 members x 50 snapshots are spread, not one value")
+	a, b, c := core(1, 1, 2, 3).snapshotThreshold(0), core(2, 1, 2, 3).snapshotThreshold(0), core(3, 1, 2, 3).snapshotThreshold(0)
+	require.False(t, a == b && b == c, "the members' first snapshots at one index: %d %d %d", a, b, c)
+}
+
+// The members of a group take their snapshots at different indexes (they
+// all took it at the SnapshotEvery-th entry, at once, which slowed every
+// quorum together).
+func TestClusterMembersSnapshotAtDifferentIndexes(t *testing.T) {
+	opts := func(cfg *Config) { cfg.SnapshotEvery, cfg.KeepEntries = 40, 5 }
+	c := newCluster(t, 3, opts)
+	lead := c.waitLeader()
+	c.nodes[lead].proposeEach(t, "e", 45)
+	c.waitAllApplied(45)
+	idx := map[uint64]bool{}
+	for _, tn := range c.nodes {
+		require.Eventually(t, func() bool { return tn.Status().LastSnapshotIndex > 0 }, testTimeout, 5*time.Millisecond)
+		idx[tn.Status().LastSnapshotIndex] = true
+	}
+	require.Greater(t, len(idx), 1, "every member took its first snapshot at the same index")
 }
