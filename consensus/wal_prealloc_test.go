@@ -106,10 +106,7 @@ func TestWALTornRecordInPreallocation(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), walDirName)
-			require.NoError(t, initWALDir(dir, walPos{}, nil, segBytes))
-			w, _, err := openWAL(dir, segBytes)
-			require.NoError(t, err)
+			dir, w := openTestWAL(t, segBytes, segBytes)
 			require.NoError(t, w.append(&walBatch{hardState: hardState(1, 0), entries: ents(1, 3, 1)}))
 			last := w.size
 			require.NoError(t, w.append(&walBatch{hardState: hardState(1, 3), entries: ents(4, 6, 1)}))
@@ -152,10 +149,7 @@ func TestWALTornRecordInPreallocation(t *testing.T) {
 // of a spare (or of a segment) leaves: open removes it and replays the
 // segments.
 func TestWALRemovesLeftoverSpare(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), walDirName)
-	require.NoError(t, initWALDir(dir, walPos{}, nil, 0))
-	w, _, err := openWAL(dir, 4096)
-	require.NoError(t, err)
+	dir, w := openTestWAL(t, 0, 4096)
 	require.NoError(t, w.append(&walBatch{entries: ents(1, 2, 1)}))
 	require.NoError(t, w.close())
 	leftovers := []string{walSpareName, walSegName(1) + tmpSuffix}
@@ -224,10 +218,7 @@ func TestWALRotateSpare(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.setup(t)
-			dir := filepath.Join(t.TempDir(), walDirName)
-			require.NoError(t, initWALDir(dir, walPos{}, nil, segBytes))
-			w, _, err := openWAL(dir, segBytes)
-			require.NoError(t, err)
+			dir, w := openTestWAL(t, segBytes, segBytes)
 			defer func() { require.NoError(t, w.close()) }()
 			require.Nil(t, w.spare, "no spare before the segment is half full")
 			idx := uint64(0)
@@ -278,10 +269,7 @@ func TestWALRotateSpare(t *testing.T) {
 func TestWALSpareAfterSlowRotation(t *testing.T) {
 	const segBytes = 4096
 	release := blockSpare(t)
-	dir := filepath.Join(t.TempDir(), walDirName)
-	require.NoError(t, initWALDir(dir, walPos{}, nil, segBytes))
-	w, _, err := openWAL(dir, segBytes)
-	require.NoError(t, err)
+	dir, w := openTestWAL(t, segBytes, segBytes)
 	idx := uint64(0)
 	for len(w.segs) < 2 {
 		idx++
@@ -308,10 +296,7 @@ func TestWALSpareAfterSlowRotation(t *testing.T) {
 // package) and removes the spare's file.
 func TestWALCloseStopsSpare(t *testing.T) {
 	blockSpare(t)
-	dir := filepath.Join(t.TempDir(), walDirName)
-	require.NoError(t, initWALDir(dir, walPos{}, nil, 0))
-	w, _, err := openWAL(dir, 4096)
-	require.NoError(t, err)
+	dir, w := openTestWAL(t, 0, 4096)
 	for idx := uint64(1); w.spare == nil; idx++ {
 		require.NoError(t, w.append(&walBatch{entries: bigEnts(idx, idx, 1)}))
 	}
@@ -332,10 +317,7 @@ func TestWALCloseStopsSpare(t *testing.T) {
 // record, zeros included, for damage.
 func TestWALClosedSegmentCut(t *testing.T) {
 	const segBytes = 64 << 10
-	dir := filepath.Join(t.TempDir(), walDirName)
-	require.NoError(t, initWALDir(dir, walPos{}, nil, segBytes))
-	w, _, err := openWAL(dir, segBytes)
-	require.NoError(t, err)
+	dir, w := openTestWAL(t, segBytes, segBytes)
 	require.NoError(t, w.append(&walBatch{hardState: hardState(1, 3), entries: ents(1, 3, 1)}))
 	end := w.size
 	require.NoError(t, w.append(&walBatch{reset: &walPos{10, 2}, hardState: hardState(2, 10), entries: ents(11, 12, 2)}))
@@ -355,10 +337,7 @@ func TestWALClosedSegmentCut(t *testing.T) {
 // walSpareGrowth times larger, and so on up to the rotation size.
 func TestWALFirstSegmentRotatesWhenFull(t *testing.T) {
 	const first, segBytes = 8 << 10, 64 << 10
-	dir := filepath.Join(t.TempDir(), walDirName)
-	require.NoError(t, initWALDir(dir, walPos{}, nil, first))
-	w, _, err := openWAL(dir, segBytes)
-	require.NoError(t, err)
+	dir, w := openTestWAL(t, first, segBytes)
 	defer func() { require.NoError(t, w.close()) }()
 	idx := uint64(0)
 	sizes := []int64{fileSize(t, w.segs[0].path)} // each segment's when it became the last
@@ -392,4 +371,16 @@ func TestDiskStoreFirstSegmentPreallocated(t *testing.T) {
 	require.Equal(t, want, fileSize(t, seg))
 	mustWrite(t, s, &WriteBatch{HardState: hardState(1, 3), Entries: ents(1, 3, 1)})
 	require.Equal(t, want, fileSize(t, seg))
+}
+
+// openTestWAL creates a new log in a temporary directory, its first
+// segment preallocated to prealloc bytes (0: not), and opens it rotating
+// at segBytes.
+func openTestWAL(t *testing.T, prealloc, segBytes int64) (dir string, w *wal) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), walDirName)
+	require.NoError(t, initWALDir(dir, walPos{}, nil, prealloc))
+	w, _, err := openWAL(dir, segBytes)
+	require.NoError(t, err)
+	return dir, w
 }

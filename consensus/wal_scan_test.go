@@ -168,10 +168,7 @@ func TestWALTornTailLog(t *testing.T) {
 		}, "error", "damaged record"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), walDirName)
-			require.NoError(t, initWALDir(dir, walPos{}, nil, tc.prealloc))
-			w, _, err := openWAL(dir, walSegmentBytes)
-			require.NoError(t, err)
+			dir, w := openTestWAL(t, tc.prealloc, walSegmentBytes)
 			require.NoError(t, w.append(&walBatch{entries: ents(1, 3, 1)}))
 			last := w.size
 			require.NoError(t, w.append(&walBatch{hardState: hardState(1, 3), entries: last3}))
@@ -180,7 +177,7 @@ func TestWALTornTailLog(t *testing.T) {
 			require.Greater(t, end-recAlign, firstSector(last)+walSectorSize, "the record spans three sectors")
 			tc.damage(t, w.segs[0].path, last, end)
 
-			w, _, err = openWAL(dir, walSegmentBytes)
+			w, _, err := openWAL(dir, walSegmentBytes)
 			require.NoError(t, err)
 			require.NoError(t, w.close())
 			var buf bytes.Buffer

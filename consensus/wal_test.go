@@ -230,10 +230,7 @@ func TestWALTornTail(t *testing.T) {
 		{"preallocated", segBytes},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), walDirName)
-			require.NoError(t, initWALDir(dir, walPos{}, nil, tc.prealloc))
-			w, _, err := openWAL(dir, segBytes)
-			require.NoError(t, err)
+			dir, w := openTestWAL(t, tc.prealloc, segBytes)
 			require.NoError(t, w.append(&walBatch{hardState: hardState(1, 0), entries: ents(1, 4, 1)}))
 			before := w.size
 			require.NoError(t, w.append(&walBatch{hardState: hardState(2, 4), entries: ents(5, 7, 2)}))
@@ -393,10 +390,7 @@ func TestWALCorruption(t *testing.T) {
 	// In the last segment: a bad record followed by a good one is
 	// corruption; the bad last record is a torn tail.
 	t.Run("last segment", func(t *testing.T) {
-		dir := filepath.Join(t.TempDir(), walDirName)
-		require.NoError(t, initWALDir(dir, walPos{}, nil, 0))
-		w, _, err := openWAL(dir, walSegmentBytes)
-		require.NoError(t, err)
+		dir, w := openTestWAL(t, 0, walSegmentBytes)
 		var offs []int64
 		for i := uint64(0); i < 3; i++ {
 			offs = append(offs, w.size)

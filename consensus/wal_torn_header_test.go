@@ -3,7 +3,6 @@ package consensus
 import (
 	"encoding/binary"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -49,10 +48,7 @@ func TestWALTornTailHeaderLost(t *testing.T) {
 		{"preallocated full segment", walSegmentBytes, 6, 60 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), walDirName)
-			require.NoError(t, initWALDir(dir, walPos{}, nil, tc.prealloc))
-			w, _, err := openWAL(dir, walSegmentBytes)
-			require.NoError(t, err)
+			dir, w := openTestWAL(t, tc.prealloc, walSegmentBytes)
 			require.NoError(t, w.append(&walBatch{hardState: hardState(1, 0), entries: ents(1, 3, 1)}))
 			last := w.size
 			data := fakeHeaders(tc.perShift, tc.claim)
@@ -88,10 +84,7 @@ func TestWALTornTailHeaderLost(t *testing.T) {
 // still finds it, so open refuses the log (damage followed by a valid
 // record, not a torn tail).
 func TestWALTornTailValidRecordInZeros(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), walDirName)
-	require.NoError(t, initWALDir(dir, walPos{}, nil, walFirstSegmentBytes))
-	w, _, err := openWAL(dir, walSegmentBytes)
-	require.NoError(t, err)
+	dir, w := openTestWAL(t, walFirstSegmentBytes, walSegmentBytes)
 	require.NoError(t, w.append(&walBatch{hardState: hardState(1, 0), entries: ents(1, 3, 1)}))
 	bad := w.size
 	require.NoError(t, w.append(&walBatch{entries: ents(4, 4, 1)}))

@@ -20,14 +20,7 @@ func BenchmarkFifoPipelined(b *testing.B) {
 		writes bool
 	}{{"reads", false}, {"write+reads", true}} {
 		b.Run(bc.name, func(b *testing.B) {
-			cfg := Default()
-			cfg.ClientPort = 0
-			cfg.ClientPortAddress = "127.0.0.1"
-			cfg.DataDir = b.TempDir()
-			cfg.AdminEnabled = false
-			s := New(cfg, zerolog.Nop())
-			require.NoError(b, s.Start())
-			defer func() { require.NoError(b, s.Stop()) }()
+			s := startBenchServer(b)
 			c, _ := zktest.DialRaw(b, s.Addr().String(), 0, nil, 30000, false)
 			defer c.Close()
 			const batch = 32
@@ -51,4 +44,18 @@ func BenchmarkFifoPipelined(b *testing.B) {
 			}
 		})
 	}
+}
+
+// startBenchServer starts a standalone server on a loopback port with a
+// temporary data directory and no admin server, stopped when b ends.
+func startBenchServer(b *testing.B) *Server {
+	cfg := Default()
+	cfg.ClientPort = 0
+	cfg.ClientPortAddress = "127.0.0.1"
+	cfg.DataDir = b.TempDir()
+	cfg.AdminEnabled = false
+	s := New(cfg, zerolog.Nop())
+	require.NoError(b, s.Start())
+	b.Cleanup(func() { require.NoError(b, s.Stop()) })
+	return s
 }

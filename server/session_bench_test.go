@@ -3,8 +3,6 @@ package server
 import (
 	"testing"
 
-	"github.com/rs/zerolog"
-	"github.com/stretchr/testify/require"
 
 	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
@@ -16,14 +14,7 @@ import (
 // socket. The client is the raw one, so allocations and CPU are mostly the
 // server's (accept, handshake, two raft entries, the replies, teardown).
 func BenchmarkSessionConnectClose(b *testing.B) {
-	cfg := Default()
-	cfg.ClientPort = 0
-	cfg.ClientPortAddress = "127.0.0.1"
-	cfg.DataDir = b.TempDir()
-	cfg.AdminEnabled = false
-	s := New(cfg, zerolog.Nop())
-	require.NoError(b, s.Start())
-	defer func() { require.NoError(b, s.Stop()) }()
+	s := startBenchServer(b)
 	addr := s.Addr().String()
 	b.SetParallelism(8) // 16 clients on 2 CPUs, as zkbench
 	b.ReportAllocs()

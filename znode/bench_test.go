@@ -74,18 +74,7 @@ func BenchmarkSnapshot(b *testing.B) {
 // BenchmarkReadSnapshot decodes the snapshot of a tree shaped like zkbench's
 // scale run: 200k znodes of 100 bytes under 10 parents.
 func BenchmarkReadSnapshot(b *testing.B) {
-	tree := New(Options{})
-	tree.Apply(TxnContext{Zxid: 1, Auth: local}, createW(jute.OpCreate, "/scale", nil, open, 0, 0))
-	zxid := int64(2)
-	for p := 0; p < 10; p++ {
-		tree.Apply(TxnContext{Zxid: zxid, Auth: local}, createW(jute.OpCreate, fmt.Sprintf("/scale/p%d", p), nil, open, 0, 0))
-		zxid++
-	}
-	data := make([]byte, 100)
-	for i := 0; i < 200000; i++ {
-		tree.Apply(TxnContext{Zxid: zxid, Auth: local}, createW(jute.OpCreate, fmt.Sprintf("/scale/p%d/n%d", i%10, i), data, open, 0, 0))
-		zxid++
-	}
+	tree := scaleTree(200000)
 	var buf bytes.Buffer
 	if err := tree.WriteSnapshot(&buf); err != nil {
 		b.Fatal(err)
