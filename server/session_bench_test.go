@@ -3,7 +3,6 @@ package server
 import (
 	"testing"
 
-
 	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
 )
