@@ -66,15 +66,8 @@ func TestFollowerAcksBeforePendingApply(t *testing.T) {
 	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: tr, Logger: zerolog.Nop()}, sm,
 		CoreOptions{Storage: st, ParallelApply: true})
 	require.NoError(t, err)
-	handle := func() {
-		for c.HasReady() {
-			require.NoError(t, c.HandleReady())
-		}
-	}
-	handle()
-	ent := func(i uint64, d string) *pb.Entry {
-		return &pb.Entry{Index: new(i), Term: new(uint64(2)), Type: pb.EntryNormal.Enum(), Data: []byte(d)}
-	}
+	handleReadys(t, c)
+	ent := func(i uint64, d string) *pb.Entry { return dataEntry(i, 2, d) }
 	app := func(index, logTerm, commit uint64, e *pb.Entry) {
 		require.NoError(t, c.Step(&pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
 			Term: new(uint64(2)), Index: new(index), LogTerm: new(logTerm), Commit: new(commit),
@@ -82,7 +75,7 @@ func TestFollowerAcksBeforePendingApply(t *testing.T) {
 	}
 	// The bootstrap entries 1..3 are of term 1; a is written, not committed.
 	app(3, 1, 3, ent(4, "a"))
-	handle()
+	handleReadys(t, c)
 	require.Equal(t, uint64(4), <-tr.acks)
 
 	// One Ready writes b and applies a, which blocks.
@@ -187,9 +180,8 @@ func (*recordSM) Restore(uint64, []byte) error { return nil }
 
 // startTestLeader makes member 1 of three the leader, with ParallelApply
 // and a testInbox, members in responders answering its votes and appends
-// (stepped between Readys); the others never answer. handle handles every
-// Ready.
-func startTestLeader(t *testing.T, responders ...uint64) (*Core, *memStorage, *sentTransport, *recordSM, *testInbox, func()) {
+// (stepped between Readys); the others never answer.
+func startTestLeader(t *testing.T, responders ...uint64) (*Core, *memStorage, *sentTransport, *recordSM, *testInbox) {
 	st := newMemStorage()
 	tr := &sentTransport{}
 	sm := &recordSM{}
@@ -218,21 +210,16 @@ func startTestLeader(t *testing.T, responders ...uint64) (*Core, *memStorage, *s
 			require.NoError(t, c.Step(r))
 		}
 	}
-	handle := func() {
-		for c.HasReady() {
-			require.NoError(t, c.HandleReady())
-		}
-	}
-	handle() // applies the bootstrap conf changes
+	handleReadys(t, c) // applies the bootstrap conf changes
 	require.NoError(t, c.rn.Campaign())
 	for i := 0; i < 10; i++ {
-		handle()
+		handleReadys(t, c)
 		respond()
 	}
-	handle()
+	handleReadys(t, c)
 	require.True(t, c.IsLeader())
 	require.Equal(t, c.AppliedIndex(), st.lastIndex(), "the leader's empty entry is applied")
-	return c, st, tr, sm, inbox, handle
+	return c, st, tr, sm, inbox
 }
 
 // TestLeaderTellsCommitOfEntryItWrites: both followers acknowledge entry b
@@ -240,7 +227,7 @@ func startTestLeader(t *testing.T, responders ...uint64) (*Core, *memStorage, *s
 // durable) and the leader tells them so at once, with b's term from the
 // write, but applies b only after its own write.
 func TestLeaderTellsCommitOfEntryItWrites(t *testing.T) {
-	c, st, tr, sm, inbox, handle := startTestLeader(t, 2, 3)
+	c, st, tr, sm, inbox := startTestLeader(t, 2, 3)
 	var during []string
 	told := map[uint64]uint64{}
 	st.onWrite = func(w *WriteBatch) {
@@ -265,7 +252,7 @@ func TestLeaderTellsCommitOfEntryItWrites(t *testing.T) {
 	b := st.lastIndex()
 	require.Empty(t, during, "b applied before the leader's write returned")
 	require.Equal(t, map[uint64]uint64{2: b, 3: b}, told, "both told b is committed while it was written")
-	handle()
+	handleReadys(t, c)
 	require.Equal(t, []string{"b"}, sm.applied())
 }
 
@@ -275,9 +262,9 @@ func TestLeaderTellsCommitOfEntryItWrites(t *testing.T) {
 // write; it tells the follower it replicates to the new commit index then
 // too (tellCommit).
 func TestLeaderAppliesAckDuringNextWrite(t *testing.T) {
-	c, st, tr, sm, inbox, handle := startTestLeader(t, 2)
+	c, st, tr, sm, inbox := startTestLeader(t, 2)
 	require.NoError(t, c.Propose([]byte("a")))
-	handle() // writes a, sends it to 2 and 3
+	handleReadys(t, c) // writes a, sends it to 2 and 3
 	a := st.lastIndex()
 	var during []string
 	var told []uint64
@@ -302,7 +289,7 @@ func TestLeaderAppliesAckDuringNextWrite(t *testing.T) {
 	require.Equal(t, []uint64{2}, told, "the commit told, while b was written, to 2 (3 is probed, not replicated to)")
 	require.Equal(t, a, c.AppliedIndex())
 	// The next Ready hands a over again (skipped) and sends the commit.
-	handle()
+	handleReadys(t, c)
 	require.Equal(t, []string{"a"}, sm.applied())
 }
 
@@ -320,21 +307,13 @@ func TestFollowerKeepsConflictingEntriesUnapplied(t *testing.T) {
 	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: &sentTransport{}, Logger: zerolog.Nop()}, sm,
 		CoreOptions{Storage: st, ParallelApply: true, Inbox: inbox})
 	require.NoError(t, err)
-	handle := func() {
-		for c.HasReady() {
-			require.NoError(t, c.HandleReady())
-		}
-	}
-	handle()
-	ent := func(i, term uint64, d string) *pb.Entry {
-		return &pb.Entry{Index: new(i), Term: new(term), Type: pb.EntryNormal.Enum(), Data: []byte(d)}
-	}
+	handleReadys(t, c)
 	app := func(from, term, commit uint64, ents ...*pb.Entry) *pb.Message {
 		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(from), To: new(uint64(2)),
 			Term: new(term), Index: new(uint64(3)), LogTerm: new(uint64(1)), Commit: new(commit), Entries: ents}
 	}
-	require.NoError(t, c.Step(app(1, 2, 3, ent(4, 2, "old4"), ent(5, 2, "old5"))))
-	handle()
+	require.NoError(t, c.Step(app(1, 2, 3, dataEntry(4, 2, "old4"), dataEntry(5, 2, "old5"))))
+	handleReadys(t, c)
 	require.True(t, st.holds(5, 2))
 	// Leader 3 of term 3 heartbeats: 2 writes the new term, and meanwhile
 	// receives 3's entries, committed.
@@ -343,10 +322,10 @@ func TestFollowerKeepsConflictingEntriesUnapplied(t *testing.T) {
 	st.onWrite = func(w *WriteBatch) {
 		if w.HardState.GetTerm() == 3 && len(w.Entries) == 0 {
 			st.onWrite = nil
-			inbox.deliver(t, app(3, 3, 5, ent(4, 3, "new4"), ent(5, 3, "new5")))
+			inbox.deliver(t, app(3, 3, 5, dataEntry(4, 3, "new4"), dataEntry(5, 3, "new5")))
 		}
 	}
-	handle()
+	handleReadys(t, c)
 	require.Nil(t, st.onWrite, "the term was written")
 	require.Equal(t, []string{"new4", "new5"}, sm.applied())
 }
@@ -362,30 +341,19 @@ func TestFollowerAppliesCommitDuringWrite(t *testing.T) {
 	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: &sentTransport{}, Logger: zerolog.Nop()}, sm,
 		CoreOptions{Storage: st, ParallelApply: true, Inbox: inbox})
 	require.NoError(t, err)
-	handle := func() {
-		for c.HasReady() {
-			require.NoError(t, c.HandleReady())
-		}
-	}
-	handle()
-	app := func(index, logTerm, commit uint64, ents ...*pb.Entry) *pb.Message {
-		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
-			Term: new(uint64(2)), Index: new(index), LogTerm: new(logTerm), Commit: new(commit), Entries: ents}
-	}
-	ent := func(i uint64, d string) *pb.Entry {
-		return &pb.Entry{Index: new(i), Term: new(uint64(2)), Type: pb.EntryNormal.Enum(), Data: []byte(d)}
-	}
-	require.NoError(t, c.Step(app(3, 1, 3, ent(4, "a"))))
-	handle()
+	handleReadys(t, c)
+	ent := func(i uint64, d string) *pb.Entry { return dataEntry(i, 2, d) }
+	require.NoError(t, c.Step(leaderApp(3, 1, 3, ent(4, "a"))))
+	handleReadys(t, c)
 	var during []string
 	st.onWrite = func(w *WriteBatch) {
 		if len(w.Entries) > 0 && string(w.Entries[0].GetData()) == "b" {
-			inbox.deliver(t, app(4, 2, 4))
+			inbox.deliver(t, leaderApp(4, 2, 4))
 			during = sm.applied()
 		}
 	}
-	require.NoError(t, c.Step(app(4, 2, 3, ent(5, "b"))))
-	handle()
+	require.NoError(t, c.Step(leaderApp(4, 2, 3, ent(5, "b"))))
+	handleReadys(t, c)
 	require.Equal(t, []string{"a"}, during, "a applied while b was written")
 	require.Equal(t, []string{"a"}, sm.applied(), "b is not committed")
 }
@@ -414,24 +382,18 @@ func TestSnapshotAfterMirroredApplyKeepsRaftEntries(t *testing.T) {
 		}
 	}
 	handle()
-	app := func(index, logTerm, commit uint64, ents ...*pb.Entry) *pb.Message {
-		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
-			Term: new(uint64(2)), Index: new(index), LogTerm: new(logTerm), Commit: new(commit), Entries: ents}
-	}
-	ent := func(i uint64, d string) *pb.Entry {
-		return &pb.Entry{Index: new(i), Term: new(uint64(2)), Type: pb.EntryNormal.Enum(), Data: []byte(d)}
-	}
+	ent := func(i uint64, d string) *pb.Entry { return dataEntry(i, 2, d) }
 	// Entries 4..7 durable, commit 3 (the initial conf entries).
-	require.NoError(t, c.Step(app(3, 1, 3, ent(4, "a"), ent(5, "b"), ent(6, "c"), ent(7, "d"))))
+	require.NoError(t, c.Step(leaderApp(3, 1, 3, ent(4, "a"), ent(5, "b"), ent(6, "c"), ent(7, "d"))))
 	handle()
 	require.Equal(t, uint64(3), c.AppliedIndex())
 	// While entry 8 is written, the leader tells commit 7.
 	st.onWrite = func(w *WriteBatch) {
 		if len(w.Entries) > 0 && string(w.Entries[0].GetData()) == "e" {
-			inbox.deliver(t, app(7, 2, 7))
+			inbox.deliver(t, leaderApp(7, 2, 7))
 		}
 	}
-	require.NoError(t, c.Step(app(7, 2, 3, ent(8, "e"))))
+	require.NoError(t, c.Step(leaderApp(7, 2, 3, ent(8, "e"))))
 	require.NoError(t, c.HandleReady())
 	require.Equal(t, uint64(7), c.AppliedIndex(), "4..7 applied from the mirror during the write")
 	j := c.SnapshotJob()
@@ -468,11 +430,11 @@ func (s *tellSM) Apply(index, term uint64, data []byte) error {
 // while it writes, that entry a is committed tells its followers before it
 // applies a itself, so that they apply and answer their clients meanwhile.
 func TestLeaderTellsCommitBeforeApplying(t *testing.T) {
-	c, st, tr, _, inbox, handle := startTestLeader(t, 2)
+	c, st, tr, _, inbox := startTestLeader(t, 2)
 	sm := &tellSM{tr: tr, told: map[string][]uint64{}}
 	c.sm = sm
 	require.NoError(t, c.Propose([]byte("a")))
-	handle() // writes a, sends it to 2 and 3
+	handleReadys(t, c) // writes a, sends it to 2 and 3
 	a := st.lastIndex()
 	tr.take()
 	st.onWrite = func(w *WriteBatch) {
@@ -488,5 +450,5 @@ func TestLeaderTellsCommitBeforeApplying(t *testing.T) {
 	require.NoError(t, c.HandleReady())
 	require.Equal(t, []string{"a"}, sm.applied())
 	require.Equal(t, []uint64{2}, sm.told["a"], "2 was told a is committed before the leader applied a")
-	handle()
+	handleReadys(t, c)
 }

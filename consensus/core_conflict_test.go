@@ -27,23 +27,15 @@ func TestConflictingEntriesAppliedOnlyOnceDurable(t *testing.T) {
 			cfg := Config{ID: 2, Peers: peers, Transport: groupTransport{g, 2}, Logger: zerolog.Nop()}
 			c, err := NewCore(cfg, g.sms[2], CoreOptions{Storage: g.stores[2], ParallelApply: parallel})
 			require.NoError(t, err)
-			handle := func() {
-				for c.HasReady() {
-					require.NoError(t, c.HandleReady())
-				}
-			}
-			handle()
-			ent := func(i, term uint64, d string) *pb.Entry {
-				return &pb.Entry{Index: new(i), Term: new(term), Type: pb.EntryNormal.Enum(), Data: []byte(d)}
-			}
+			handleReadys(t, c)
 			app := func(from, term, commit uint64, ents ...*pb.Entry) {
 				require.NoError(t, c.Step(&pb.Message{Type: pb.MsgApp.Enum(), From: new(from), To: new(uint64(2)),
 					Term: new(term), Index: new(uint64(3)), LogTerm: new(uint64(1)), Commit: new(commit), Entries: ents}))
-				handle()
+				handleReadys(t, c)
 			}
-			app(1, 2, 3, ent(4, 2, "old4"), ent(5, 2, "old5"))
+			app(1, 2, 3, dataEntry(4, 2, "old4"), dataEntry(5, 2, "old5"))
 			require.True(t, g.stores[2].holds(5, 2))
-			app(3, 3, 5, ent(4, 3, "new4"), ent(5, 3, "new5"))
+			app(3, 3, 5, dataEntry(4, 3, "new4"), dataEntry(5, 3, "new5"))
 			require.Empty(t, g.bad)
 			require.Equal(t, []string{"new4", "new5"}, g.sms[2].datas[len(g.sms[2].datas)-2:])
 		})

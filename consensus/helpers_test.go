@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+	pb "go.etcd.io/raft/v3/raftpb"
 )
 
 // testTimeout bounds every wait in these tests.
@@ -273,4 +274,24 @@ func setWALSegmentSize(t testing.TB, n int64) {
 	old := walSegmentSize
 	walSegmentSize = n
 	t.Cleanup(func() { walSegmentSize = old })
+}
+
+// handleReadys runs c's Readys until it has none.
+func handleReadys(t testing.TB, c *Core) {
+	t.Helper()
+	for c.HasReady() {
+		require.NoError(t, c.HandleReady())
+	}
+}
+
+// dataEntry is a normal entry at index i of term holding d.
+func dataEntry(i, term uint64, d string) *pb.Entry {
+	return &pb.Entry{Index: new(i), Term: new(term), Type: pb.EntryNormal.Enum(), Data: []byte(d)}
+}
+
+// leaderApp is an append from leader 1 of term 2 to member 2: ents after
+// (index, logTerm), with the leader's commit index.
+func leaderApp(index, logTerm, commit uint64, ents ...*pb.Entry) *pb.Message {
+	return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
+		Term: new(uint64(2)), Index: new(index), LogTerm: new(logTerm), Commit: new(commit), Entries: ents}
 }

@@ -15,8 +15,8 @@ import (
 // reaches each follower exactly once, in order, with the commit index of
 // the last append.
 func TestLeaderSendsOneAppendPerFollowerPerReady(t *testing.T) {
-	c, st, tr, _, _, handle := startTestLeader(t, 2, 3)
-	handle()
+	c, st, tr, _, _ := startTestLeader(t, 2, 3)
+	handleReadys(t, c)
 	tr.take()
 	first := st.lastIndex() + 1
 	for _, d := range []string{"a", "b", "c", "d"} {
@@ -40,7 +40,7 @@ func TestLeaderSendsOneAppendPerFollowerPerReady(t *testing.T) {
 		}
 		require.Equal(t, []string{"a", "b", "c", "d"}, got, "entries to %d", id)
 	}
-	handle()
+	handleReadys(t, c)
 }
 
 func appMsg(to, index, logTerm, commit uint64, ents ...*pb.Entry) *pb.Message {
@@ -90,7 +90,7 @@ func TestSendAppendsMergesOnlyContinuations(t *testing.T) {
 			[]want{{2, 10, 9, []uint64{11}}, {2, 0, 0, nil}, {2, 11, 9, []uint64{12}}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, _, tr, _, _, _ := startTestLeader(t, 2, 3)
+			c, _, tr, _, _ := startTestLeader(t, 2, 3)
 			tr.take()
 			var before [][]*pb.Entry
 			for _, m := range tc.msgs {
@@ -172,25 +172,16 @@ func TestFollowerAcksAReadyOnce(t *testing.T) {
 	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: tr, Logger: zerolog.Nop()}, &recordSM{},
 		CoreOptions{Storage: st, ParallelApply: true, Inbox: newTestInbox()})
 	require.NoError(t, err)
-	handle := func() {
-		for c.HasReady() {
-			require.NoError(t, c.HandleReady())
-		}
-	}
-	handle()
+	handleReadys(t, c)
 	tr.take()
 	ent := func(i uint64) *pb.Entry {
 		return &pb.Entry{Index: new(i), Term: new(uint64(2)), Type: pb.EntryNormal.Enum(), Data: []byte("x")}
 	}
-	app := func(index, logTerm, commit uint64, ents ...*pb.Entry) *pb.Message {
-		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
-			Term: new(uint64(2)), Index: new(index), LogTerm: new(logTerm), Commit: new(commit), Entries: ents}
-	}
-	require.NoError(t, c.Step(app(3, 1, 3, ent(4))))
-	require.NoError(t, c.Step(app(4, 2, 3, ent(5))))
-	require.NoError(t, c.Step(app(5, 2, 4)))
-	require.NoError(t, c.Step(app(5, 2, 4, ent(6))))
-	handle()
+	require.NoError(t, c.Step(leaderApp(3, 1, 3, ent(4))))
+	require.NoError(t, c.Step(leaderApp(4, 2, 3, ent(5))))
+	require.NoError(t, c.Step(leaderApp(5, 2, 4)))
+	require.NoError(t, c.Step(leaderApp(5, 2, 4, ent(6))))
+	handleReadys(t, c)
 	var acks []uint64
 	for _, m := range tr.take() {
 		if m.GetType() == pb.MsgAppResp {

@@ -35,32 +35,21 @@ func TestReadyWriteStepByStep(t *testing.T) {
 	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: tr, Logger: zerolog.Nop()}, sm,
 		CoreOptions{Storage: st, ParallelApply: true})
 	require.NoError(t, err)
-	handle := func() {
-		for c.HasReady() {
-			require.NoError(t, c.HandleReady())
-		}
-	}
-	handle()
-	app := func(index, logTerm, commit uint64, ents ...*pb.Entry) *pb.Message {
-		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
-			Term: new(uint64(2)), Index: new(index), LogTerm: new(logTerm), Commit: new(commit), Entries: ents}
-	}
-	ent := func(i uint64, d string) *pb.Entry {
-		return &pb.Entry{Index: new(i), Term: new(uint64(2)), Type: pb.EntryNormal.Enum(), Data: []byte(d)}
-	}
-	require.NoError(t, c.Step(app(3, 1, 3, ent(4, "a"))))
-	handle()
+	handleReadys(t, c)
+	ent := func(i uint64, d string) *pb.Entry { return dataEntry(i, 2, d) }
+	require.NoError(t, c.Step(leaderApp(3, 1, 3, ent(4, "a"))))
+	handleReadys(t, c)
 	require.Contains(t, acksOf(tr.take()), uint64(4))
 
-	require.NoError(t, c.Step(app(4, 2, 3, ent(5, "b"))))
+	require.NoError(t, c.Step(leaderApp(4, 2, 3, ent(5, "b"))))
 	w, err := c.BeginReady()
 	require.NoError(t, err)
 	require.True(t, w.Overlaps())
 	require.Len(t, w.Batch().Entries, 1)
 	require.NoError(t, c.ApplyDurable(w))
-	require.NoError(t, c.StepWhileWriting(w, app(4, 2, 4)))
+	require.NoError(t, c.StepWhileWriting(w, leaderApp(4, 2, 4)))
 	require.Equal(t, []string{"a"}, sm.applied(), "a applied while b waits for its write")
-	require.NoError(t, c.StepWhileWriting(w, app(5, 2, 5)))
+	require.NoError(t, c.StepWhileWriting(w, leaderApp(5, 2, 5)))
 	require.Equal(t, []string{"a"}, sm.applied(), "b committed, but not applied before it is durable")
 	require.Empty(t, acksOf(tr.take()), "nothing acknowledged before the write")
 	require.Equal(t, uint64(4), st.lastIndex())
@@ -71,6 +60,6 @@ func TestReadyWriteStepByStep(t *testing.T) {
 	require.Equal(t, uint64(5), <-at.acks, "b acknowledged once the write returned")
 	require.Empty(t, at.bad)
 	require.NoError(t, c.FinishReady(w, nil))
-	handle()
+	handleReadys(t, c)
 	require.Equal(t, []string{"a", "b"}, sm.applied(), "b applied once durable")
 }
