@@ -300,14 +300,8 @@ func TestLeaderAppliesAckDuringNextWrite(t *testing.T) {
 // mirror (the same term before and after the message, but raft's log no
 // longer is the mirror); the new ones are applied once written.
 func TestFollowerKeepsConflictingEntriesUnapplied(t *testing.T) {
-	st := newMemStorage()
-	sm := &recordSM{}
 	inbox := newTestInbox()
-	peers := []Peer{{ID: 1}, {ID: 2}, {ID: 3}}
-	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: &sentTransport{}, Logger: zerolog.Nop()}, sm,
-		CoreOptions{Storage: st, ParallelApply: true, Inbox: inbox})
-	require.NoError(t, err)
-	handleReadys(t, c)
+	c, st, sm := startTestFollower(t, &sentTransport{}, inbox)
 	app := func(from, term, commit uint64, ents ...*pb.Entry) *pb.Message {
 		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(from), To: new(uint64(2)),
 			Term: new(term), Index: new(uint64(3)), LogTerm: new(uint64(1)), Commit: new(commit), Entries: ents}
@@ -334,14 +328,8 @@ func TestFollowerKeepsConflictingEntriesUnapplied(t *testing.T) {
 // entry b, that entry a (durable) is committed (the leader's tellCommit)
 // applies a before that write returns.
 func TestFollowerAppliesCommitDuringWrite(t *testing.T) {
-	st := newMemStorage()
-	sm := &recordSM{}
 	inbox := newTestInbox()
-	peers := []Peer{{ID: 1}, {ID: 2}, {ID: 3}}
-	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: &sentTransport{}, Logger: zerolog.Nop()}, sm,
-		CoreOptions{Storage: st, ParallelApply: true, Inbox: inbox})
-	require.NoError(t, err)
-	handleReadys(t, c)
+	c, st, sm := startTestFollower(t, &sentTransport{}, inbox)
 	ent := func(i uint64, d string) *pb.Entry { return dataEntry(i, 2, d) }
 	require.NoError(t, c.Step(leaderApp(3, 1, 3, ent(4, "a"))))
 	handleReadys(t, c)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -99,14 +98,8 @@ func TestForwardKeepsOrderBehindRaftForwarded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := newMemStorage()
 			tr := &sentTransport{}
-			c, err := NewCore(Config{ID: 2, Peers: []Peer{{ID: 1}, {ID: 2}, {ID: 3}}, Transport: tr, Logger: zerolog.Nop()},
-				&recordSM{}, CoreOptions{Storage: st, ParallelApply: true, Inbox: newTestInbox()})
-			require.NoError(t, err)
-			for c.HasReady() {
-				require.NoError(t, c.HandleReady())
-			}
+			c, st, _ := startTestFollower(t, tr, newTestInbox())
 			require.NoError(t, c.Step(&pb.Message{Type: pb.MsgHeartbeat.Enum(), From: new(uint64(1)), To: new(uint64(2)),
 				Term: new(uint64(2)), Commit: new(uint64(3))}))
 			for c.HasReady() {

@@ -295,3 +295,16 @@ func leaderApp(index, logTerm, commit uint64, ents ...*pb.Entry) *pb.Message {
 	return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)),
 		Term: new(uint64(2)), Index: new(index), LogTerm: new(logTerm), Commit: new(commit), Entries: ents}
 }
+
+// startTestFollower starts member 2 of three (ParallelApply, a memStorage
+// and a recordSM, sending through tr, peer messages through inbox) and
+// handles its first Readys.
+func startTestFollower(t *testing.T, tr Transport, inbox *testInbox) (*Core, *memStorage, *recordSM) {
+	t.Helper()
+	st, sm := newMemStorage(), &recordSM{}
+	c, err := NewCore(Config{ID: 2, Peers: []Peer{{ID: 1}, {ID: 2}, {ID: 3}}, Transport: tr, Logger: zerolog.Nop()}, sm,
+		CoreOptions{Storage: st, ParallelApply: true, Inbox: inbox})
+	require.NoError(t, err)
+	handleReadys(t, c)
+	return c, st, sm
+}

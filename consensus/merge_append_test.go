@@ -4,7 +4,6 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
 )
@@ -166,13 +165,8 @@ func TestMergeAcksKeepsTheLastOfARun(t *testing.T) {
 // appends before its Ready sends one acknowledgement, for the last entry,
 // once the write returned.
 func TestFollowerAcksAReadyOnce(t *testing.T) {
-	st := newMemStorage()
 	tr := &sentTransport{}
-	peers := []Peer{{ID: 1}, {ID: 2}, {ID: 3}}
-	c, err := NewCore(Config{ID: 2, Peers: peers, Transport: tr, Logger: zerolog.Nop()}, &recordSM{},
-		CoreOptions{Storage: st, ParallelApply: true, Inbox: newTestInbox()})
-	require.NoError(t, err)
-	handleReadys(t, c)
+	c, st, _ := startTestFollower(t, tr, newTestInbox())
 	tr.take()
 	ent := func(i uint64) *pb.Entry {
 		return &pb.Entry{Index: new(i), Term: new(uint64(2)), Type: pb.EntryNormal.Enum(), Data: []byte("x")}
