@@ -57,12 +57,7 @@ func TestOpenSyncsWhatItReplays(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			setWALSegmentSize(t, 256)
-			dir := t.TempDir()
-			s := openStore(t, dir)
-			for i := uint64(1); i <= 30; i += 3 {
-				mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
-			}
+			dir, s := openSegmentedStore(t, 30)
 			tc.crash(t, s)
 			require.NoError(t, s.Close())
 			segs := walFiles(t, dir)
@@ -92,12 +87,7 @@ func TestDiskStoreRemovesSegmentsOutsideLock(t *testing.T) {
 		{"leader snapshot", &WriteBatch{Snapshot: snapMeta(40, 3), DropAllEntries: true, HardState: hardState(3, 40)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			setWALSegmentSize(t, 256)
-			dir := t.TempDir()
-			s := openStore(t, dir)
-			for i := uint64(1); i <= 30; i += 3 {
-				mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
-			}
+			dir, s := openSegmentedStore(t, 30)
 			before := len(walFiles(t, dir))
 			saved := removeSync
 			t.Cleanup(func() { removeSync = saved })

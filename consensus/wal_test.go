@@ -47,6 +47,20 @@ func span(lo, hi, term uint64) [][2]uint64 { return positions(ents(lo, hi, term)
 
 func cat(spans ...[][2]uint64) [][2]uint64 { return slices.Concat(spans...) }
 
+// openSegmentedStore opens a store in a new directory with 256-byte WAL
+// segments (many segments) holding entries 1..n of term 1, written 3 to a
+// record with hard state (term 1, commit 5).
+func openSegmentedStore(t *testing.T, n uint64) (dir string, s *diskStore) {
+	t.Helper()
+	setWALSegmentSize(t, 256)
+	dir = t.TempDir()
+	s = openStore(t, dir)
+	for i := uint64(1); i <= n; i += 3 {
+		mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
+	}
+	return dir, s
+}
+
 func openStore(t *testing.T, dir string) *diskStore {
 	t.Helper()
 	s, err := openDiskStore(dir)
@@ -567,12 +581,7 @@ func TestDiskStoreCrashBetweenSteps(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			setWALSegmentSize(t, 256)
-			dir := t.TempDir()
-			s := openStore(t, dir)
-			for i := uint64(1); i <= 30; i += 3 {
-				mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
-			}
+			dir, s := openSegmentedStore(t, 30)
 			s.crash = func(p string) error {
 				if p == tc.at {
 					return errCrash
@@ -945,12 +954,7 @@ func TestNodeRestartsOnLegacyDataDir(t *testing.T) {
 func TestDiskStoreTornResetRecord(t *testing.T) {
 	for _, at := range []uint64{20, 30} {
 		t.Run(fmt.Sprintf("snapshot at %d of 30", at), func(t *testing.T) {
-			setWALSegmentSize(t, 256)
-			dir := t.TempDir()
-			s := openStore(t, dir)
-			for i := uint64(1); i <= 30; i += 3 {
-				mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
-			}
+			dir, s := openSegmentedStore(t, 30)
 			segsBefore := walFiles(t, dir)
 			s.crash = func(p string) error {
 				if p == "after-wal" {
@@ -1020,12 +1024,7 @@ func TestDiskStoreFinishesResetDeletion(t *testing.T) {
 		{"snapshot beyond the log's end", &WriteBatch{Snapshot: snapMeta(80, 3), DropAllEntries: true, HardState: hardState(3, 80)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			setWALSegmentSize(t, 256)
-			dir := t.TempDir()
-			s := openStore(t, dir)
-			for i := uint64(1); i <= 60; i += 3 {
-				mustWrite(t, s, &WriteBatch{HardState: hardState(1, 5), Entries: ents(i, i+2, 1)})
-			}
+			dir, s := openSegmentedStore(t, 60)
 			s.crash = func(p string) error {
 				if p == "after-wal" {
 					return errors.New("crash")
