@@ -467,11 +467,9 @@ func (m *member) process() {
 			m.coreFailed(err)
 			return
 		}
-		m.snapshotBeforeNextReady()
-		if m.incarnation != inc || !m.up {
+		if !m.readyFinished(inc) {
 			return
 		}
-		m.afterReady()
 	}
 	if !m.up || m.core == nil {
 		return
@@ -479,6 +477,18 @@ func (m *member) process() {
 	m.runSnapshots()
 	m.serveReads()
 	m.maybeSnapshot()
+}
+
+// readyFinished runs what follows a finished Ready: the tight log's
+// snapshot job, then, if the member is still up in incarnation inc,
+// afterReady. It reports whether it was.
+func (m *member) readyFinished(inc int) bool {
+	m.snapshotBeforeNextReady()
+	if m.incarnation != inc || !m.up {
+		return false
+	}
+	m.afterReady()
+	return true
 }
 
 // finishWrite completes the write of rw (the disk takes it now, and it
@@ -495,11 +505,9 @@ func (m *member) finishWrite(rw *consensus.ReadyWrite, inc int) {
 		m.coreFailed(err)
 		return
 	}
-	m.snapshotBeforeNextReady()
-	if m.incarnation != inc || !m.up {
+	if !m.readyFinished(inc) {
 		return
 	}
-	m.afterReady()
 	m.hold = true
 	if m.tickDue {
 		m.tickDue = false
