@@ -412,9 +412,6 @@ func (c *Core) HasReady() bool { return c.rn.HasReady() }
 func (c *Core) sendAppends(msgs []*pb.Message) []*pb.Message {
 	rest := msgs[:0]
 	clear(c.openApp)
-	if c.openMerged == nil {
-		c.openMerged = make(map[uint64]int)
-	}
 	clear(c.openMerged)
 	for _, m := range msgs {
 		switch t := m.GetType(); {

@@ -204,7 +204,7 @@ func TestSendAppendsMergesARunLinearly(t *testing.T) {
 		return msgs
 	}
 	tr := &sentTransport{}
-	c := &Core{openApp: map[uint64]int{}, transport: tr}
+	c := &Core{openApp: map[uint64]int{}, openMerged: map[uint64]int{}, transport: tr}
 	msgs := run()
 	var before, after runtime.MemStats
 	runtime.GC()
