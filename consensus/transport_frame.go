@@ -50,13 +50,19 @@ const (
 var errFrame = errors.New("consensus: bad transport frame")
 
 // frameWriter writes messages to one connection, each frame with a fresh
-// write deadline (conn nil: no deadlines, for tests).
+// write deadline (conn nil: no deadlines, for tests). If deadline is set,
+// it sets each frame's deadline instead (tcpPeer.setWriteDeadline: a
+// stopped peer's writer must not push the deadline its stop set back out).
 type frameWriter struct {
-	conn net.Conn
-	w    *bufio.Writer
+	conn     net.Conn
+	w        *bufio.Writer
+	deadline func() error
 }
 
 func (fw *frameWriter) setDeadline() error {
+	if fw.deadline != nil {
+		return fw.deadline()
+	}
 	if fw.conn == nil {
 		return nil
 	}

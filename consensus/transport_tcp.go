@@ -489,6 +489,34 @@ func (p *tcpPeer) drain() {
 	}
 }
 
+// errPeerStopped is a write to a peer that was stopped meanwhile.
+var errPeerStopped = errors.New("consensus: peer sender stopped")
+
+// setWriteDeadline gives the next frame to c its write deadline, unless
+// the peer was stopped: stop sets the connection's deadline to now, under
+// connMu, to end a blocked write; a frame's deadline set after it would
+// block the writer for writeTimeout again (a large message is written as
+// many frames), so under connMu a stopped peer's next frame fails instead.
+func (p *tcpPeer) setWriteDeadline(c net.Conn) error {
+	p.connMu.Lock()
+	defer p.connMu.Unlock()
+	if p.stopped() {
+		return errPeerStopped
+	}
+	if err := c.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+		return fmt.Errorf("set write deadline: %w", err)
+	}
+	return nil
+}
+
+// newFrameWriter is the sender's writer to c: each frame's deadline is
+// set by setWriteDeadline.
+func (p *tcpPeer) newFrameWriter(c net.Conn) *frameWriter {
+	fw := newFrameWriter(c)
+	fw.deadline = func() error { return p.setWriteDeadline(c) }
+	return fw
+}
+
 func (p *tcpPeer) setConn(c net.Conn) bool {
 	p.connMu.Lock()
 	defer p.connMu.Unlock()
@@ -562,7 +590,7 @@ func (p *tcpPeer) run() {
 				p.drop(batch...)
 				return
 			}
-			fw = newFrameWriter(c)
+			fw = p.newFrameWriter(c)
 			p.pc.dials.Add(1)
 			backoff = backoffMin
 		}

@@ -448,3 +448,38 @@ func TestRemovePeerWritesWhatIsQueued(t *testing.T) {
 		require.Equal(t, uint64(i+1), m.GetCommit(), "message %d in order", i)
 	}
 }
+
+// A peer stopped between two frames of a large message (its writer not
+// blocked in a write at that moment, so stop's deadline of now ends
+// nothing) fails the next frame at once: the writer used to give each frame
+// a fresh deadline, which pushed stop's back out, and then block for
+// writeTimeout on a peer that does not read (CI: a queued snapshot
+// reported failed only after 10 s).
+func TestStoppedPeerNextFrameFails(t *testing.T) {
+	stuck := listenLoopback(t)
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := stuck.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	c, err := net.Dial("tcp", stuck.Addr().String())
+	require.NoError(t, err)
+	peerSide := <-accepted // never read
+	t.Cleanup(func() { _ = c.Close(); _ = peerSide.Close(); _ = stuck.Close() })
+
+	tr := &TCPTransport{stopc: make(chan struct{})}
+	p := &tcpPeer{t: tr, stopc: make(chan struct{}), cancel: func() {}}
+	require.True(t, p.setConn(c))
+	fw := p.newFrameWriter(c)
+	require.NoError(t, fw.writeMessage([]byte("before the stop")))
+	require.NoError(t, fw.flush())
+
+	p.stop()
+	err = fw.writeMessage(make([]byte, 64<<20)) // more than the socket buffers hold
+	if err == nil {
+		err = fw.flush()
+	}
+	require.ErrorIs(t, err, errPeerStopped)
+}
