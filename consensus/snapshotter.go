@@ -18,8 +18,9 @@ import (
 // with I's term and the ConfState as of I, and hands it out as a
 // SnapshotJob. Node runs the job on its snapshotter goroutine, owned by the
 // node and stopped and waited for before storage is closed (the simulator
-// runs it inline): it serializes the view, writes and fsyncs the snapshot
-// file, records its metadata and compacts the log below I-KeepEntries in one
+// runs it inline): it serializes the view straight into the snapshot file
+// (Storage.SaveSnapshotFrom: the payload is streamed, never whole in
+// memory), fsyncs it, records its metadata and compacts the log below I-KeepEntries in one
 // Storage.Write (bbolt, then WAL segments deleted), then installs the snapshot in raft's MemoryStorage. At
 // most one local snapshot is in flight; the loop learns that it finished
 // through the snapshotter's doneC and tells the Core (SnapshotDone).
