@@ -1,9 +1,11 @@
 package consensus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -25,9 +27,20 @@ import (
 type FrozenState struct {
 	Index, Term uint64
 	ConfState   *pb.ConfState
-	// Serialize returns what StateMachine.Snapshot would have returned at
-	// Index. It may run on any goroutine, once.
-	Serialize func() ([]byte, error)
+	// Write writes what StateMachine.Snapshot would have returned at Index
+	// to w. It may run on any goroutine, once (Write or Serialize).
+	Write func(w io.Writer) error
+}
+
+// Serialize returns what StateMachine.Snapshot would have returned at
+// Index: fs.Write into memory. It may run on any goroutine, once (Write or
+// Serialize).
+func (fs FrozenState) Serialize() ([]byte, error) {
+	var b bytes.Buffer
+	if err := fs.Write(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // Freeze freezes the state machine at the applied index on the loop
@@ -63,7 +76,7 @@ func (c *Core) freeze() (FrozenState, error) {
 	}
 	fs := FrozenState{Index: applied, Term: term, ConfState: proto.Clone(c.confState.Load()).(*pb.ConfState)}
 	if f, ok := c.sm.(SnapshotFreezer); ok {
-		if fs.Serialize, err = f.FreezeSnapshot(); err != nil {
+		if fs.Write, err = f.FreezeSnapshot(); err != nil {
 			return FrozenState{}, fmt.Errorf("freeze state machine at index %d: %w", applied, err)
 		}
 		return fs, nil
@@ -72,7 +85,7 @@ func (c *Core) freeze() (FrozenState, error) {
 	if err != nil {
 		return FrozenState{}, fmt.Errorf("state machine snapshot at index %d: %w", applied, err)
 	}
-	fs.Serialize = func() ([]byte, error) { return data, nil }
+	fs.Write = writeBytes(data)
 	return fs, nil
 }
 

@@ -1,7 +1,9 @@
 package consensus
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"testing"
@@ -88,6 +90,15 @@ func (s *memStorage) lastIndex() uint64 {
 func (s *memStorage) SaveSnapshot(term, index uint64, data []byte) error {
 	s.payloads[[2]uint64{term, index}] = data
 	return nil
+}
+
+// SaveSnapshotFrom buffers the payload.
+func (s *memStorage) SaveSnapshotFrom(term, index uint64, write func(io.Writer) error) (int64, error) {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return 0, err
+	}
+	return int64(b.Len()), s.SaveSnapshot(term, index, b.Bytes())
 }
 
 func (s *memStorage) LoadSnapshot(term, index uint64) ([]byte, error) {

@@ -95,8 +95,9 @@
 //     being written, the StateMachine is frozen at the applied index
 //     (SnapshotFreezer, copy-on-write; or Snapshot) and the snapshot is
 //     handed out as a SnapshotJob; Node runs it on the snapshotter
-//     goroutine, which serializes it, writes the
-//     file (fsync'd), records its metadata in bbolt and then deletes the
+//     goroutine, which serializes it straight into the snapshot
+//     file (Storage.SaveSnapshotFrom: streamed, never whole in memory;
+//     fsync'd), records its metadata in bbolt and then deletes the
 //     WAL segments holding only entries below index-KeepEntries, compacts
 //     MemoryStorage and keeps
 //     only the newest two snapshot files, all off the loop (snapshotter.go).

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -70,15 +71,16 @@ func (s *logSM) Snapshot() ([]byte, error) {
 
 // FreezeSnapshot implements SnapshotFreezer: the entries are append-only, so
 // the slice headers are a consistent copy.
-func (s *logSM) FreezeSnapshot() (func() ([]byte, error), error) {
+func (s *logSM) FreezeSnapshot() (func(io.Writer) error, error) {
 	s.mu.Lock()
 	last, datas, indexes, gate := s.last, s.datas[:len(s.datas):len(s.datas)], s.indexes[:len(s.indexes):len(s.indexes)], s.gate
 	s.mu.Unlock()
-	return func() ([]byte, error) {
+	return func(w io.Writer) error {
 		if gate != nil {
 			<-gate
 		}
-		return encodeLogSM(last, datas, indexes), nil
+		_, err := w.Write(encodeLogSM(last, datas, indexes))
+		return err
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,9 +20,11 @@ import (
 //	crc32c   4 bytes  Castagnoli checksum of payload
 //	length   8 bytes  len(payload)
 //	payload  length bytes, exactly what StateMachine.Snapshot returned
+//	         (or a SnapshotFreezer's function wrote)
 //
 // Files are named <term>-<index>.snap with both numbers as 16 hex digits, so
-// lexical order is log order. A file is written to <name>.tmp, fsync'd,
+// lexical order is log order. A file is written to <name>.tmp (the payload
+// streamed, the header written last at offset 0), fsync'd,
 // renamed and the directory fsync'd before bbolt records it as the current
 // snapshot: a crash can leave a stray newer file (deleted on the next start)
 // but never a recorded snapshot that is not on disk.
@@ -61,25 +64,55 @@ func parseSnapFileName(name string) (term, index uint64, ok bool) {
 
 // writeSnapFile durably writes payload as the snapshot at (term, index).
 func writeSnapFile(dir string, term, index uint64, payload []byte) error {
+	_, err := writeSnapFileFrom(dir, term, index, func(w io.Writer) error {
+		_, err := w.Write(payload)
+		return err
+	})
+	return err
+}
+
+// snapWriteBuf is the size of snapWriter's buffer: writes reach the file
+// in pieces of about this size.
+const snapWriteBuf = 1 << 20
+
+// snapWriteFault, set by tests, fails the snapshot file's write of the
+// bytes at payload offset off (a full disk or an I/O error mid-stream).
+var snapWriteFault func(off int64) error
+
+// writeSnapFileFrom durably writes what write writes as the payload of the
+// snapshot at (term, index), streaming it into the file: the payload never
+// exists in memory as a whole. It returns the payload's length.
+//
+// The file is byte-identical to one written from the whole payload: a
+// placeholder header first, the payload through snapWriter (buffered, the
+// CRC32C and length computed as bytes go by, written back in snapWriteChunk
+// steps as before), then the real header at offset 0 (pwrite), then fsync,
+// rename and directory fsync, in that order. If write or the file fails,
+// the .tmp file is removed and nothing is renamed: the snapshot is either
+// complete under its name or absent (a crash mid-way leaves a .tmp, which
+// cleanSnapDir removes at start).
+func writeSnapFileFrom(dir string, term, index uint64, write func(io.Writer) error) (int64, error) {
 	name := filepath.Join(dir, snapFileName(term, index))
 	tmp := name + tmpSuffix
-	var hdr [snapHeaderSize]byte
-	copy(hdr[:], snapMagic)
-	binary.BigEndian.PutUint32(hdr[len(snapMagic):], crc32.Checksum(payload, crc32c))
-	binary.BigEndian.PutUint64(hdr[len(snapMagic)+4:], uint64(len(payload)))
-
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
-		return fmt.Errorf("create snapshot file: %w", err)
+		return 0, fmt.Errorf("create snapshot file: %w", err)
 	}
-	_, err = f.Write(hdr[:])
-	// In chunks, each written back before the next (paceWriteback): at a
-	// million znodes the payload is hundreds of MB.
-	for off := 0; err == nil && off < len(payload); off += snapWriteChunk {
-		end := min(off+snapWriteChunk, len(payload))
-		if _, err = f.Write(payload[off:end]); err == nil {
-			paceWriteback(f, int64(snapHeaderSize+off), int64(end-off))
+	sw := &snapWriter{f: f, off: int64(snapHeaderSize), paced: int64(snapHeaderSize)}
+	var hdr [snapHeaderSize]byte
+	_, err = f.Write(hdr[:]) // placeholder: the header needs the payload's length and CRC
+	if err == nil {
+		if err = write(sw); err != nil {
+			err = fmt.Errorf("encode snapshot: %w", err)
+		} else if err = sw.flush(); err != nil {
+			err = fmt.Errorf("write: %w", err)
 		}
+	}
+	if err == nil {
+		copy(hdr[:], snapMagic)
+		binary.BigEndian.PutUint32(hdr[len(snapMagic):], sw.crc)
+		binary.BigEndian.PutUint64(hdr[len(snapMagic)+4:], uint64(sw.n))
+		_, err = f.WriteAt(hdr[:], 0)
 	}
 	if err == nil {
 		err = f.Sync()
@@ -89,12 +122,99 @@ func writeSnapFile(dir string, term, index uint64, payload []byte) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
-		return fmt.Errorf("write snapshot file %s: %w", tmp, err)
+		return 0, fmt.Errorf("write snapshot file %s: %w", tmp, err)
 	}
 	if err := os.Rename(tmp, name); err != nil {
-		return fmt.Errorf("rename snapshot file: %w", err)
+		return 0, fmt.Errorf("rename snapshot file: %w", err)
 	}
-	return syncDir(dir)
+	return sw.n, syncDir(dir)
+}
+
+// snapWriter is the io.Writer a snapshot payload is streamed through into
+// its file: it buffers, keeps the CRC32C and length of all it accepted,
+// and writes the file back to disk each snapWriteChunk bytes
+// (paceWriteback), as a payload written from memory was. After a write
+// error every Write fails with it.
+type snapWriter struct {
+	f     *os.File
+	buf   []byte // capacity snapWriteBuf, made at the first small write
+	crc   uint32
+	n     int64 // payload bytes accepted
+	off   int64 // file offset of buf[0]: the header and all flushed bytes precede it
+	paced int64 // file offset up to which the file was written back
+	err   error
+}
+
+func (w *snapWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n := len(p)
+	w.crc = crc32.Update(w.crc, crc32c, p)
+	w.n += int64(n)
+	for len(p) > 0 {
+		if len(w.buf) == 0 && len(p) >= snapWriteBuf {
+			// A whole buffer's worth straight from p, uncopied (a payload
+			// written from memory).
+			if err := w.writeFile(p[:snapWriteBuf]); err != nil {
+				return 0, err
+			}
+			p = p[snapWriteBuf:]
+			continue
+		}
+		if w.buf == nil {
+			w.buf = make([]byte, 0, snapWriteBuf)
+		}
+		k := min(len(p), snapWriteBuf-len(w.buf))
+		w.buf = append(w.buf, p[:k]...)
+		p = p[k:]
+		if len(w.buf) == snapWriteBuf {
+			if err := w.writeFile(w.buf); err != nil {
+				return 0, err
+			}
+			w.buf = w.buf[:0]
+		}
+	}
+	return n, nil
+}
+
+// writeFile writes b at the file's end and paces the writeback each
+// snapWriteChunk bytes.
+func (w *snapWriter) writeFile(b []byte) error {
+	if snapWriteFault != nil {
+		w.err = snapWriteFault(w.off - int64(snapHeaderSize))
+	}
+	if w.err == nil {
+		_, w.err = w.f.Write(b)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	w.off += int64(len(b))
+	if n := w.off - w.paced; n >= snapWriteChunk {
+		paceWriteback(w.f, w.paced, n)
+		w.paced = w.off
+	}
+	return nil
+}
+
+// flush writes what is buffered and writes back the rest of the file. It
+// returns the first write error, also one a caller of Write ignored.
+func (w *snapWriter) flush() error {
+	if w.err != nil {
+		return w.err
+	}
+	if len(w.buf) > 0 {
+		if err := w.writeFile(w.buf); err != nil {
+			return err
+		}
+		w.buf = w.buf[:0]
+	}
+	if n := w.off - w.paced; n > 0 {
+		paceWriteback(w.f, w.paced, n)
+		w.paced = w.off
+	}
+	return nil
 }
 
 // readSnapFile reads and verifies the snapshot at (term, index).

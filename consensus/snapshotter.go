@@ -3,6 +3,7 @@ package consensus
 import (
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	"go.etcd.io/raft/v3"
@@ -17,8 +18,9 @@ import (
 // with I's term and the ConfState as of I, and hands it out as a
 // SnapshotJob. Node runs the job on its snapshotter goroutine, owned by the
 // node and stopped and waited for before storage is closed (the simulator
-// runs it inline): it serializes the view, writes and fsyncs the snapshot
-// file, records its metadata and compacts the log below I-KeepEntries in one
+// runs it inline): it serializes the view straight into the snapshot file
+// (Storage.SaveSnapshotFrom: the payload is streamed, never whole in
+// memory), fsyncs it, records its metadata and compacts the log below I-KeepEntries in one
 // Storage.Write (bbolt, then WAL segments deleted), then installs the snapshot in raft's MemoryStorage. At
 // most one local snapshot is in flight; the loop learns that it finished
 // through the snapshotter's doneC and tells the Core (SnapshotDone).
@@ -36,12 +38,22 @@ import (
 // SnapshotFreezer may be implemented by a StateMachine so that snapshots
 // are serialized off the raft loop. FreezeSnapshot is called on the loop
 // goroutine between Apply calls and must return quickly; the function it
-// returns is then run on another goroutine, concurrently with later Apply
-// calls, and must return what Snapshot would have returned at the time of
-// FreezeSnapshot. A StateMachine without it is snapshotted on the loop
+// returns is then run once on another goroutine, concurrently with later
+// Apply calls, and must write to w exactly what Snapshot would have
+// returned at the time of FreezeSnapshot (a local snapshot streams it into
+// the snapshot file, so it need never be whole in memory), returning w's
+// first error. A StateMachine without it is snapshotted on the loop
 // (Snapshot), and only the file writing happens off the loop.
 type SnapshotFreezer interface {
-	FreezeSnapshot() (func() ([]byte, error), error)
+	FreezeSnapshot() (func(w io.Writer) error, error)
+}
+
+// writeBytes is a SnapshotFreezer's function for a payload already made.
+func writeBytes(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	}
 }
 
 // SnapshotJob is one local snapshot the Core decided to take: the state
@@ -54,7 +66,7 @@ type SnapshotJob struct {
 	c           *Core
 	index, term uint64
 	confState   *pb.ConfState
-	serialize   func() ([]byte, error)
+	serialize   func(io.Writer) error
 	// compactMax caps CompactBelow: the Core's raftApplying when the job
 	// was decided. index may be above it (applyMirrored applies ahead of
 	// raft), and raft still reads the entries after raftApplying.
@@ -64,18 +76,17 @@ type SnapshotJob struct {
 // Index is the raft index the snapshot is taken at.
 func (j *SnapshotJob) Index() uint64 { return j.index }
 
-// Run serializes the frozen state, saves the payload durably, then records
+// Run serializes the frozen state straight into the payload's storage
+// (Storage.SaveSnapshotFrom: a file, never the whole payload in memory),
+// which makes it durable, then records
 // its metadata and compacts the log below min(index-KeepEntries, the
 // index raft was applying when the job was decided) in one
 // Storage.Write, installs it in raft's MemoryStorage and prunes old
 // payloads. A snapshot from the leader recorded meanwhile wins.
 func (j *SnapshotJob) Run() error {
 	c := j.c
-	data, err := j.serialize()
+	size, err := c.store.SaveSnapshotFrom(j.term, j.index, j.serialize)
 	if err != nil {
-		return fmt.Errorf("state machine snapshot at index %d: %w", j.index, err)
-	}
-	if err := c.store.SaveSnapshot(j.term, j.index, data); err != nil {
 		return fmt.Errorf("save snapshot at index %d: %w", j.index, err)
 	}
 	c.snapMu.Lock()
@@ -110,7 +121,7 @@ func (j *SnapshotJob) Run() error {
 	if err := c.store.PruneSnapshots(); err != nil {
 		return err
 	}
-	c.lg.Debug().Uint64("index", j.index).Uint64("term", j.term).Int("bytes", len(data)).
+	c.lg.Debug().Uint64("index", j.index).Uint64("term", j.term).Int64("bytes", size).
 		Uint64("compact_below", compactBelow).Msg("snapshot taken")
 	return nil
 }
@@ -171,7 +182,7 @@ func (c *Core) maybeSnapshot() error {
 	if err != nil {
 		return fmt.Errorf("term of applied index %d: %w", applied, err)
 	}
-	var serialize func() ([]byte, error)
+	var serialize func(io.Writer) error
 	if f, ok := c.sm.(SnapshotFreezer); ok {
 		if serialize, err = f.FreezeSnapshot(); err != nil {
 			return fmt.Errorf("freeze state machine at index %d: %w", applied, err)
@@ -181,7 +192,7 @@ func (c *Core) maybeSnapshot() error {
 		if err != nil {
 			return fmt.Errorf("state machine snapshot at index %d: %w", applied, err)
 		}
-		serialize = func() ([]byte, error) { return data, nil }
+		serialize = writeBytes(data)
 	}
 	c.snapNow = false
 	c.snapInflight = true

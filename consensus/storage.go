@@ -3,6 +3,7 @@ package consensus
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -109,10 +110,10 @@ var walSegmentSize int64 = walSegmentBytes
 //     durable (a crash after Write returned loses none of it; a crash during
 //     Write may lose it, but never leaves a later field applied without an
 //     earlier one except as raft tolerates).
-//   - SaveSnapshot returns only once the payload is durable, and a crash
+//   - SaveSnapshot(From) returns only once the payload is durable, and a crash
 //     never leaves a recorded snapshot (WriteBatch.Snapshot) without its
 //     payload, because the Core records a snapshot only after saving it.
-//   - Write, SaveSnapshot, DeleteSnapshot and PruneSnapshots may be called
+//   - Write, SaveSnapshot(From), DeleteSnapshot and PruneSnapshots may be called
 //     from the Core's goroutine and from the goroutine running a
 //     SnapshotJob at the same time; implementations serialize them.
 type Storage interface {
@@ -122,6 +123,11 @@ type Storage interface {
 	Write(w *WriteBatch) error
 	// SaveSnapshot durably stores the payload of the snapshot at (term, index).
 	SaveSnapshot(term, index uint64, data []byte) error
+	// SaveSnapshotFrom is SaveSnapshot of what write writes, called once
+	// (an implementation may stream it to disk rather than hold it in
+	// memory), and returns the payload's length. If write or the storage
+	// fails, its error is returned and no payload is left at (term, index).
+	SaveSnapshotFrom(term, index uint64, write func(io.Writer) error) (int64, error)
 	// LoadSnapshot reads and verifies the payload of the snapshot at (term, index).
 	LoadSnapshot(term, index uint64) ([]byte, error)
 	// DeleteSnapshot removes the payload at (term, index), which was never recorded.
@@ -597,6 +603,12 @@ func (s *diskStore) crashAt(point string) error {
 // SaveSnapshot writes the snapshot file (fsync'd, file and directory).
 func (s *diskStore) SaveSnapshot(term, index uint64, data []byte) error {
 	return writeSnapFile(s.snapDir, term, index, data)
+}
+
+// SaveSnapshotFrom streams the snapshot file from write (see
+// writeSnapFileFrom).
+func (s *diskStore) SaveSnapshotFrom(term, index uint64, write func(io.Writer) error) (int64, error) {
+	return writeSnapFileFrom(s.snapDir, term, index, write)
 }
 
 // LoadSnapshot reads and verifies a snapshot file.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -308,12 +309,15 @@ func rewriteState(index uint64, payload []byte, o backupStateOptions) ([]byte, b
 			sm.tree.SetConfig(ctx, nil)
 		}
 	}
-	build, err := sm.freezeLocked()
+	write, err := sm.freezeLocked()
 	if err != nil {
 		return nil, false, err
 	}
-	out, err := build()
-	return out, readable, err
+	var out bytes.Buffer // grown to the exact size by the encoder
+	if err := write(&out); err != nil {
+		return nil, false, err
+	}
+	return out.Bytes(), readable, nil
 }
 
 // PrepareRestore returns the state a restored member starts from, given a

@@ -424,11 +424,15 @@ const (
 
 // Snapshot implements consensus.StateMachine: the tree and the sessions.
 func (sm *stateMachine) Snapshot() ([]byte, error) {
-	build, err := sm.FreezeSnapshot()
+	write, err := sm.FreezeSnapshot()
 	if err != nil {
 		return nil, err
 	}
-	return build()
+	var b bytes.Buffer // grown to the exact size by the encoder
+	if err := write(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // Restore implements consensus.StateMachine.

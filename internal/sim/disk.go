@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -142,6 +144,16 @@ func (d *disk) SaveSnapshot(term, index uint64, data []byte) error {
 	}
 	d.payloads[[2]uint64{term, index}] = data
 	return nil
+}
+
+// SaveSnapshotFrom buffers the payload, then saves it as SaveSnapshot (a
+// torn save loses it).
+func (d *disk) SaveSnapshotFrom(term, index uint64, write func(io.Writer) error) (int64, error) {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return 0, err
+	}
+	return int64(b.Len()), d.SaveSnapshot(term, index, b.Bytes())
 }
 
 func (d *disk) LoadSnapshot(term, index uint64) ([]byte, error) {
