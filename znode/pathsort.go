@@ -1,9 +1,6 @@
 package znode
 
-import (
-	"cmp"
-	"slices"
-)
+import "math/bits"
 
 // sortByPath sorts nodes by path in byte order: afterwards
 // strings.Compare(nodes[i].path, nodes[i+1].path) <= 0 for every i, which
@@ -16,67 +13,68 @@ import (
 //
 // Why not a comparison sort: the paths of a big tree share long prefixes
 // ("/scale/p3/n"), and each of a comparison sort's n·log n comparisons
-// re-reads them. This is an MSD radix sort whose digit is a chunk of
-// chunkLen bytes: the nodes sharing the first d bytes of path are ordered
-// by a 64-bit key made of their bytes [d, d+chunkLen) (chunkKey), then each
-// run of equal keys that has not reached the end of its paths is ordered
-// the same way from d+chunkLen. So each byte of a path is read a bounded
-// number of times, not once per comparison, and the key sorts are over
-// fixed-size integers in one contiguous array. Runs of at most smallRun
-// nodes finish with an insertion sort on the rest of the paths.
+// re-reads them. This is an MSD radix sort (American flag sort: in-place
+// byte buckets) whose bytes come from a cached 64-bit key per node instead
+// of from the path: the key holds chunkLen bytes of the path from a depth
+// d shared by the run being sorted (chunkKey), so one read of a path's
+// memory serves up to chunkLen byte positions. A run is split on the first
+// key byte in which its keys differ (found from the OR and AND of its keys,
+// so shared bytes cost no pass of their own); a run whose keys are all
+// equal and cover a full chunk gets keys from d+chunkLen; runs of at most
+// smallRun nodes finish with an insertion sort.
 //
 // Bounds: it does not recurse; pending runs are kept in a slice (at most
-// len(nodes)/2 of them, as runs are disjoint and hold two or more nodes).
-// Each level is a pdqsort of the run's keys (slices.SortFunc, O(m log m)
-// in the worst case), and a node takes part in at most len(path)/chunkLen+1
-// levels, so the total work is O(n log n · (L/chunkLen + 1)) for paths of
-// at most L bytes, whatever the input. It allocates 32 bytes per node.
+// len(nodes)/2 of them: runs are disjoint and hold two or more nodes).
+// Each pass over a run is O(len(run)) (+256 for a split, and a split run
+// has more than smallRun nodes); a node is in at most 8 splits per chunk of
+// its path and one key computation per chunk, so the total work is
+// O(n + total path bytes) whatever the input, with no quadratic worst
+// case. Besides nodes, sorted in place, it allocates 24 bytes per node.
 func sortByPath(nodes []*node) {
 	if len(nodes) <= smallRun {
-		insertionSortByPath(nodes)
+		s := pathSorter{nodes: nodes}
+		s.insertionSort(0, len(nodes), 0)
 		return
 	}
-	items := make([]pathItem, len(nodes))
+	s := pathSorter{nodes: nodes, paths: make([]string, len(nodes)), keys: make([]uint64, len(nodes))}
 	for i, n := range nodes {
-		items[i] = pathItem{path: n.path, n: n}
+		s.paths[i] = n.path
+		s.keys[i] = chunkKey(n.path, 0)
 	}
-	// Invariant: every pending run holds two or more items whose paths
-	// share their first depth bytes, and is unordered only relative to
-	// itself: every item before it (after it) in items has a smaller
-	// (greater) path than each of its items, or is in another pending run.
-	type run struct{ lo, hi, depth int }
-	pending := []run{{0, len(items), 0}}
+	// Invariant: the keys of a pending run hold its paths' chunks at its
+	// depth, and its paths share their first depth bytes. Every node
+	// before (after) a pending run's nodes has a smaller (greater) path
+	// than each of them, or is in another pending run.
+	pending := []pathRun{{0, len(nodes), 0}}
 	for len(pending) > 0 {
 		r := pending[len(pending)-1]
 		pending = pending[:len(pending)-1]
-		s := items[r.lo:r.hi]
-		if len(s) <= smallRun {
-			insertionSortItems(s, r.depth)
+		if r.hi-r.lo <= smallRun {
+			s.insertionSort(r.lo, r.hi, r.depth)
 			continue
 		}
-		same := true
-		for i := range s {
-			s[i].key = chunkKey(s[i].path, r.depth)
-			same = same && s[i].key == s[0].key
+		keys := s.keys[r.lo:r.hi]
+		or, and := keys[0], keys[0]
+		for _, k := range keys[1:] {
+			or |= k
+			and &= k
 		}
-		if !same {
-			slices.SortFunc(s, func(a, b pathItem) int { return cmp.Compare(a.key, b.key) })
-		}
-		for i := 0; i < len(s); {
-			j := i + 1
-			for j < len(s) && s[j].key == s[i].key {
-				j++
+		if or == and {
+			// Equal keys: equal paths if they ended within the chunk,
+			// else the next chunk decides.
+			if and&0xff == chunkLen {
+				r.depth += chunkLen
+				for i := r.lo; i < r.hi; i++ {
+					s.keys[i] = chunkKey(s.paths[i], r.depth)
+				}
+				pending = append(pending, r)
 			}
-			// Equal keys with fewer than chunkLen bytes mean the paths
-			// ended together: they are equal, nothing left to order.
-			if j-i > 1 && s[i].key&0xff == chunkLen {
-				pending = append(pending, run{r.lo + i, r.lo + j, r.depth + chunkLen})
-			}
-			i = j
+			continue
 		}
-	}
-	for i := range items {
-		nodes[i] = items[i].n
+		// The most significant byte in which the keys differ; the bytes
+		// above it are the same in every key.
+		shift := uint(56 - bits.LeadingZeros64(or^and)&^7)
+		pending = s.split(r, shift, pending)
 	}
 }
 
@@ -84,15 +82,90 @@ func sortByPath(nodes []*node) {
 // left to insertion sort.
 const (
 	chunkLen = 7
-	smallRun = 16
+	smallRun = 32
 )
 
-// pathItem is a node being sorted, with its path's header copied next to
-// the key so that computing keys reads no node.
-type pathItem struct {
-	key  uint64
-	path string
-	n    *node
+// pathSorter holds the nodes being sorted with, at the same index, a copy
+// of each one's path (so computing a key reads no node) and its key.
+type pathSorter struct {
+	nodes []*node
+	paths []string
+	keys  []uint64
+}
+
+// pathRun is the nodes [lo, hi) of a pathSorter, with keys at depth.
+type pathRun struct{ lo, hi, depth int }
+
+func (s *pathSorter) swap(i, j int) {
+	s.nodes[i], s.nodes[j] = s.nodes[j], s.nodes[i]
+	s.paths[i], s.paths[j] = s.paths[j], s.paths[i]
+	s.keys[i], s.keys[j] = s.keys[j], s.keys[i]
+}
+
+// split orders run r by the key byte at shift, in place, and appends each
+// resulting bucket of two or more nodes to pending.
+func (s *pathSorter) split(r pathRun, shift uint, pending []pathRun) []pathRun {
+	var next, end [256]int
+	for _, k := range s.keys[r.lo:r.hi] {
+		end[byte(k>>shift)]++
+	}
+	pos := r.lo
+	for b := range end {
+		next[b] = pos
+		pos += end[b]
+		end[b] = pos
+	}
+	// Bucket b is [next[b], end[b]) minus what is already in place.
+	// Each step either finds the node at next[b] in place or swaps it
+	// into its bucket, which advances that bucket's next.
+	for b := range end {
+		for next[b] < end[b] {
+			i := next[b]
+			c := byte(s.keys[i] >> shift)
+			if int(c) == b {
+				next[b]++
+				continue
+			}
+			s.swap(i, next[c])
+			next[c]++
+		}
+	}
+	start := r.lo
+	for _, e := range end {
+		if e-start > 1 {
+			pending = append(pending, pathRun{start, e, r.depth})
+		}
+		start = e
+	}
+	return pending
+}
+
+// insertionSort sorts nodes [lo, hi) by path; their paths share their first
+// depth bytes, and when keys is set it holds their chunks at depth.
+func (s *pathSorter) insertionSort(lo, hi, depth int) {
+	for i := lo + 1; i < hi; i++ {
+		for j := i; j > lo && s.less(j, j-1, depth); j-- {
+			s.nodes[j], s.nodes[j-1] = s.nodes[j-1], s.nodes[j]
+			if s.keys != nil {
+				s.paths[j], s.paths[j-1] = s.paths[j-1], s.paths[j]
+				s.keys[j], s.keys[j-1] = s.keys[j-1], s.keys[j]
+			}
+		}
+	}
+}
+
+// less reports whether node i's path is smaller than node j's (see
+// insertionSort).
+func (s *pathSorter) less(i, j, depth int) bool {
+	if s.keys == nil {
+		return s.nodes[i].path[depth:] < s.nodes[j].path[depth:]
+	}
+	if ki, kj := s.keys[i], s.keys[j]; ki != kj {
+		return ki < kj
+	} else if ki&0xff != chunkLen {
+		return false // equal paths
+	}
+	return s.paths[i][depth+chunkLen:] < s.paths[j][depth+chunkLen:]
 }
 
 // chunkKey returns the key of s's bytes [d, d+chunkLen): those bytes
@@ -120,23 +193,4 @@ func chunkKey(s string, d int) uint64 {
 		k |= uint64(rest[i]) << (56 - 8*i)
 	}
 	return k | uint64(len(rest))
-}
-
-// insertionSortItems sorts s by path; all paths share their first depth
-// bytes, which are not compared again.
-func insertionSortItems(s []pathItem, depth int) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j].path[depth:] < s[j-1].path[depth:]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-}
-
-// insertionSortByPath sorts a few nodes by path.
-func insertionSortByPath(nodes []*node) {
-	for i := 1; i < len(nodes); i++ {
-		for j := i; j > 0 && nodes[j].path < nodes[j-1].path; j-- {
-			nodes[j], nodes[j-1] = nodes[j-1], nodes[j]
-		}
-	}
 }
