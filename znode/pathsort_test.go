@@ -67,6 +67,9 @@ func TestSortByPathMatchesComparisonSort(t *testing.T) {
 		{"edgy bytes", func(rng *rand.Rand) string { return randBytes(rng, edgy, 20) }},
 		{"few bytes, long", func(rng *rand.Rand) string { return randBytes(rng, "/a", 40) }},
 		{"zero bytes only", func(rng *rand.Rand) string { return randBytes(rng, "\x00", 30) }},
+		{"1000-byte shared prefix", func(rng *rand.Rand) string {
+			return strings.Repeat("/x", 500)[:rng.Intn(4)+997] + randBytes(rng, "/-a", 10)
+		}},
 		{"shared prefixes", func(rng *rand.Rand) string {
 			return prefixes[rng.Intn(len(prefixes))] + randBytes(rng, edgy, 16)
 		}},
