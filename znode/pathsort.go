@@ -29,16 +29,18 @@ import "math/bits"
 // has more than smallRun nodes); a node is in at most 8 splits per chunk of
 // its path and one key computation per chunk, so the total work is
 // O(n + total path bytes) whatever the input, with no quadratic worst
-// case. Besides nodes, sorted in place, it allocates 24 bytes per node.
+// case. Besides nodes, sorted in place, it allocates 8 bytes per node (the
+// keys; a copy of each path's string header next to its key would save a
+// cache miss per key computation, but triple that, and the server bounds
+// what serializing a snapshot allocates).
 func sortByPath(nodes []*node) {
 	if len(nodes) <= smallRun {
 		s := pathSorter{nodes: nodes}
 		s.insertionSort(0, len(nodes), 0)
 		return
 	}
-	s := pathSorter{nodes: nodes, paths: make([]string, len(nodes)), keys: make([]uint64, len(nodes))}
+	s := pathSorter{nodes: nodes, keys: make([]uint64, len(nodes))}
 	for i, n := range nodes {
-		s.paths[i] = n.path
 		s.keys[i] = chunkKey(n.path, 0)
 	}
 	// Invariant: the keys of a pending run hold its paths' chunks at its
@@ -65,7 +67,7 @@ func sortByPath(nodes []*node) {
 			if and&0xff == chunkLen {
 				r.depth += chunkLen
 				for i := r.lo; i < r.hi; i++ {
-					s.keys[i] = chunkKey(s.paths[i], r.depth)
+					s.keys[i] = chunkKey(s.nodes[i].path, r.depth)
 				}
 				pending = append(pending, r)
 			}
@@ -85,11 +87,10 @@ const (
 	smallRun = 32
 )
 
-// pathSorter holds the nodes being sorted with, at the same index, a copy
-// of each one's path (so computing a key reads no node) and its key.
+// pathSorter holds the nodes being sorted with, at the same index, each
+// one's key.
 type pathSorter struct {
 	nodes []*node
-	paths []string
 	keys  []uint64
 }
 
@@ -98,7 +99,6 @@ type pathRun struct{ lo, hi, depth int }
 
 func (s *pathSorter) swap(i, j int) {
 	s.nodes[i], s.nodes[j] = s.nodes[j], s.nodes[i]
-	s.paths[i], s.paths[j] = s.paths[j], s.paths[i]
 	s.keys[i], s.keys[j] = s.keys[j], s.keys[i]
 }
 
@@ -147,7 +147,6 @@ func (s *pathSorter) insertionSort(lo, hi, depth int) {
 		for j := i; j > lo && s.less(j, j-1, depth); j-- {
 			s.nodes[j], s.nodes[j-1] = s.nodes[j-1], s.nodes[j]
 			if s.keys != nil {
-				s.paths[j], s.paths[j-1] = s.paths[j-1], s.paths[j]
 				s.keys[j], s.keys[j-1] = s.keys[j-1], s.keys[j]
 			}
 		}
@@ -165,7 +164,7 @@ func (s *pathSorter) less(i, j, depth int) bool {
 	} else if ki&0xff != chunkLen {
 		return false // equal paths
 	}
-	return s.paths[i][depth+chunkLen:] < s.paths[j][depth+chunkLen:]
+	return s.nodes[i].path[depth+chunkLen:] < s.nodes[j].path[depth+chunkLen:]
 }
 
 // chunkKey returns the key of s's bytes [d, d+chunkLen): those bytes
