@@ -23,13 +23,14 @@ import "math/bits"
 // equal and cover a full chunk gets keys from d+chunkLen; runs of at most
 // smallRun nodes finish with an insertion sort.
 //
-// Bounds: it does not recurse; pending runs are kept in a slice (at most
-// len(nodes)/2 of them: runs are disjoint and hold two or more nodes).
-// Each pass over a run is O(len(run)) (+256 for a split, and a split run
-// has more than smallRun nodes); a node is in at most 8 splits per chunk of
-// its path and one key computation per chunk, so the total work is
-// O(n + total path bytes) whatever the input, with no quadratic worst
-// case. Besides nodes, sorted in place, it allocates 8 bytes per node (the
+// Bounds: it does not recurse (its stack depth is constant whatever the
+// paths); pending runs are kept in a heap slice (at most len(nodes)/2 of
+// them: runs are disjoint and hold two or more nodes). Each pass over a run
+// is O(len(run)) (+256 for a split, and a split run has more than smallRun
+// nodes); a node is in at most 8 splits per chunk of its path and one key
+// computation per chunk, and ends in one insertion sort of at most
+// smallRun nodes, so the total work is O(smallRun · total path bytes)
+// whatever the input: there is no quadratic worst case in n. Besides nodes, sorted in place, it allocates 8 bytes per node (the
 // keys; a copy of each path's string header next to its key would save a
 // cache miss per key computation, but triple that, and the server bounds
 // what serializing a snapshot allocates).
