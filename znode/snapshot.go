@@ -9,7 +9,6 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/zkraft/zkraft/jute"
 )
@@ -49,7 +48,7 @@ func (t *Tree) WriteSnapshot(w io.Writer) error {
 // snapshot format. Only path and meta are read: the live meta if frozen is
 // nil, else the meta as of that freeze.
 func writeSnapshot(w io.Writer, nodes []*node, frozen *freezeState) error {
-	slices.SortFunc(nodes, func(a, b *node) int { return strings.Compare(a.path, b.path) })
+	sortByPath(nodes)
 	bw := bufio.NewWriterSize(w, 64<<10)
 	crc := crc32.New(castagnoli)
 

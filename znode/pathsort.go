@@ -1,0 +1,196 @@
+package znode
+
+import "math/bits"
+
+// sortByPath sorts nodes by path in byte order: afterwards
+// strings.Compare(nodes[i].path, nodes[i+1].path) <= 0 for every i, which
+// is the order slices.SortFunc with strings.Compare gives (the snapshot
+// format's order, so a parent precedes its children). Paths in a tree are
+// unique, so that order, and with it the snapshot's bytes, does not depend
+// on how the sort gets there; with equal paths the order among them is
+// unspecified but still deterministic (the sort reads no clock, random
+// source or map).
+//
+// Why not a comparison sort: the paths of a big tree share long prefixes
+// ("/scale/p3/n"), and each of a comparison sort's n·log n comparisons
+// re-reads them. This is an MSD radix sort (American flag sort: in-place
+// byte buckets) whose bytes come from a cached 64-bit key per node instead
+// of from the path: the key holds chunkLen bytes of the path from a depth
+// d shared by the run being sorted (chunkKey), so one read of a path's
+// memory serves up to chunkLen byte positions. A run is split on the first
+// key byte in which its keys differ (found from the OR and AND of its keys,
+// so shared bytes cost no pass of their own); a run whose keys are all
+// equal and cover a full chunk gets keys from d+chunkLen; runs of at most
+// smallRun nodes finish with an insertion sort.
+//
+// Bounds: it does not recurse (its stack depth is constant whatever the
+// paths); pending runs are kept in a heap slice (at most len(nodes)/2 of
+// them: runs are disjoint and hold two or more nodes). Each pass over a run
+// is O(len(run)) (+256 for a split, and a split run has more than smallRun
+// nodes); a node is in at most 8 splits per chunk of its path and one key
+// computation per chunk, and ends in one insertion sort of at most
+// smallRun nodes, so the total work is O(smallRun · total path bytes)
+// whatever the input: there is no quadratic worst case in n. Besides nodes, sorted in place, it allocates 8 bytes per node (the
+// keys; a copy of each path's string header next to its key would save a
+// cache miss per key computation, but triple that, and the server bounds
+// what serializing a snapshot allocates).
+func sortByPath(nodes []*node) {
+	if len(nodes) <= smallRun {
+		s := pathSorter{nodes: nodes}
+		s.insertionSort(0, len(nodes), 0)
+		return
+	}
+	s := pathSorter{nodes: nodes, keys: make([]uint64, len(nodes))}
+	for i, n := range nodes {
+		s.keys[i] = chunkKey(n.path, 0)
+	}
+	// Invariant: the keys of a pending run hold its paths' chunks at its
+	// depth, and its paths share their first depth bytes. Every node
+	// before (after) a pending run's nodes has a smaller (greater) path
+	// than each of them, or is in another pending run.
+	pending := []pathRun{{0, len(nodes), 0}}
+	for len(pending) > 0 {
+		r := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		if r.hi-r.lo <= smallRun {
+			s.insertionSort(r.lo, r.hi, r.depth)
+			continue
+		}
+		keys := s.keys[r.lo:r.hi]
+		or, and := keys[0], keys[0]
+		for _, k := range keys[1:] {
+			or |= k
+			and &= k
+		}
+		if or == and {
+			// Equal keys: equal paths if they ended within the chunk,
+			// else the next chunk decides.
+			if and&0xff == chunkLen {
+				r.depth += chunkLen
+				for i := r.lo; i < r.hi; i++ {
+					s.keys[i] = chunkKey(s.nodes[i].path, r.depth)
+				}
+				pending = append(pending, r)
+			}
+			continue
+		}
+		// The most significant byte in which the keys differ; the bytes
+		// above it are the same in every key.
+		shift := uint(56 - bits.LeadingZeros64(or^and)&^7)
+		pending = s.split(r, shift, pending)
+	}
+}
+
+// chunkLen is the number of path bytes in a key; smallRun the size of a run
+// left to insertion sort.
+const (
+	chunkLen = 7
+	smallRun = 32
+)
+
+// pathSorter holds the nodes being sorted with, at the same index, each
+// one's key.
+type pathSorter struct {
+	nodes []*node
+	keys  []uint64
+}
+
+// pathRun is the nodes [lo, hi) of a pathSorter, with keys at depth.
+type pathRun struct{ lo, hi, depth int }
+
+func (s *pathSorter) swap(i, j int) {
+	s.nodes[i], s.nodes[j] = s.nodes[j], s.nodes[i]
+	s.keys[i], s.keys[j] = s.keys[j], s.keys[i]
+}
+
+// split orders run r by the key byte at shift, in place, and appends each
+// resulting bucket of two or more nodes to pending.
+func (s *pathSorter) split(r pathRun, shift uint, pending []pathRun) []pathRun {
+	var next, end [256]int
+	for _, k := range s.keys[r.lo:r.hi] {
+		end[byte(k>>shift)]++
+	}
+	pos := r.lo
+	for b := range end {
+		next[b] = pos
+		pos += end[b]
+		end[b] = pos
+	}
+	// Bucket b is [next[b], end[b]) minus what is already in place.
+	// Each step either finds the node at next[b] in place or swaps it
+	// into its bucket, which advances that bucket's next.
+	for b := range end {
+		for next[b] < end[b] {
+			i := next[b]
+			c := byte(s.keys[i] >> shift)
+			if int(c) == b {
+				next[b]++
+				continue
+			}
+			s.swap(i, next[c])
+			next[c]++
+		}
+	}
+	start := r.lo
+	for _, e := range end {
+		if e-start > 1 {
+			pending = append(pending, pathRun{start, e, r.depth})
+		}
+		start = e
+	}
+	return pending
+}
+
+// insertionSort sorts nodes [lo, hi) by path; their paths share their first
+// depth bytes, and when keys is set it holds their chunks at depth.
+func (s *pathSorter) insertionSort(lo, hi, depth int) {
+	for i := lo + 1; i < hi; i++ {
+		for j := i; j > lo && s.less(j, j-1, depth); j-- {
+			s.nodes[j], s.nodes[j-1] = s.nodes[j-1], s.nodes[j]
+			if s.keys != nil {
+				s.keys[j], s.keys[j-1] = s.keys[j-1], s.keys[j]
+			}
+		}
+	}
+}
+
+// less reports whether node i's path is smaller than node j's (see
+// insertionSort).
+func (s *pathSorter) less(i, j, depth int) bool {
+	if s.keys == nil {
+		return s.nodes[i].path[depth:] < s.nodes[j].path[depth:]
+	}
+	if ki, kj := s.keys[i], s.keys[j]; ki != kj {
+		return ki < kj
+	} else if ki&0xff != chunkLen {
+		return false // equal paths
+	}
+	return s.nodes[i].path[depth+chunkLen:] < s.nodes[j].path[depth+chunkLen:]
+}
+
+// chunkKey returns the key of s's bytes [d, d+chunkLen): those bytes
+// big-endian in the top 56 bits, zero-padded if s ends before d+chunkLen,
+// and in the low 8 bits how many there are (0..chunkLen). For two strings
+// a, b with the same first d bytes, chunkKey(a, d) < chunkKey(b, d) implies
+// a < b: either they differ at a byte in the chunk (the first such byte
+// decides, as padding is only compared against a byte where one string
+// ended, and a string that ends is smaller unless the other continues with
+// zero bytes only, where the count decides), or one ends within the chunk
+// and is a prefix of the other. Equal keys mean equal chunks of the same
+// length; d <= len(s) is required.
+func chunkKey(s string, d int) uint64 {
+	if len(s)-d > chunkLen {
+		b := s[d : d+8]
+		// The eight loads combine into one big-endian load; the eighth
+		// byte is masked off for the count.
+		k := uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+			uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
+		return k&^0xff | chunkLen
+	}
+	rest := s[d:]
+	var k uint64
+	for i := 0; i < len(rest); i++ {
+		k |= uint64(rest[i]) << (56 - 8*i)
+	}
+	return k | uint64(len(rest))
+}
