@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // Snapshot file format (all integers big-endian):
@@ -79,6 +80,22 @@ const snapWriteBuf = 1 << 20
 // bytes at payload offset off (a full disk or an I/O error mid-stream).
 var snapWriteFault func(off int64) error
 
+// writebackFault, set by tests, is asked before each paceWriteback of the
+// file named name and fails it with what it returns (a device's EIO, which
+// the final fsync would not report again). Atomic: the log's spare-segment
+// goroutine may be zero-filling while a test sets it.
+var writebackFault atomic.Pointer[func(name string) error]
+
+// writeback is paceWriteback, unless writebackFault fails it.
+func writeback(f *os.File, off, n int64) error {
+	if fault := writebackFault.Load(); fault != nil {
+		if err := (*fault)(f.Name()); err != nil {
+			return err
+		}
+	}
+	return paceWriteback(f, off, n)
+}
+
 // writeSnapFileFrom durably writes what write writes as the payload of the
 // snapshot at (term, index), streaming it into the file: the payload never
 // exists in memory as a whole. It returns the payload's length.
@@ -96,12 +113,18 @@ func writeSnapFileFrom(dir string, term, index uint64, write func(io.Writer) err
 	tmp := name + tmpSuffix
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
-		return 0, fmt.Errorf("create snapshot file: %w", err)
+		err = fmt.Errorf("create snapshot file: %w", err)
+		// write is called once whatever happens: what it holds (the
+		// state machine's frozen view) ends with it.
+		_ = write(failedWriter{err})
+		return 0, err
 	}
 	sw := &snapWriter{f: f, off: int64(snapHeaderSize), paced: int64(snapHeaderSize)}
 	var hdr [snapHeaderSize]byte
 	_, err = f.Write(hdr[:]) // placeholder: the header needs the payload's length and CRC
-	if err == nil {
+	if err != nil {
+		_ = write(failedWriter{err})
+	} else {
 		if err = write(sw); err != nil {
 			err = fmt.Errorf("encode snapshot: %w", err)
 		} else if err = sw.flush(); err != nil {
@@ -129,6 +152,13 @@ func writeSnapFileFrom(dir string, term, index uint64, write func(io.Writer) err
 	}
 	return sw.n, syncDir(dir)
 }
+
+// failedWriter fails every write with err: what a snapshot encoder is
+// given when its file could not be made, so that it still runs once and
+// ends at its first write.
+type failedWriter struct{ err error }
+
+func (w failedWriter) Write([]byte) (int, error) { return 0, w.err }
 
 // snapWriter is the io.Writer a snapshot payload is streamed through into
 // its file: it buffers, keeps the CRC32C and length of all it accepted,
@@ -192,7 +222,10 @@ func (w *snapWriter) writeFile(b []byte) error {
 	}
 	w.off += int64(len(b))
 	if n := w.off - w.paced; n >= snapWriteChunk {
-		paceWriteback(w.f, w.paced, n)
+		if err := writeback(w.f, w.paced, n); err != nil {
+			w.err = fmt.Errorf("write back: %w", err)
+			return w.err
+		}
 		w.paced = w.off
 	}
 	return nil
@@ -211,7 +244,10 @@ func (w *snapWriter) flush() error {
 		w.buf = w.buf[:0]
 	}
 	if n := w.off - w.paced; n > 0 {
-		paceWriteback(w.f, w.paced, n)
+		if err := writeback(w.f, w.paced, n); err != nil {
+			w.err = fmt.Errorf("write back: %w", err)
+			return w.err
+		}
 		w.paced = w.off
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -219,4 +220,64 @@ func TestSnapshotJobAllocationDoesNotScaleWithPayload(t *testing.T) {
 		t.Logf("payload %d bytes: the job allocated %d bytes", size, allocs[size])
 	}
 	require.Less(t, allocs[64<<20], uint64(snapJobBytes), "the job's allocation grows with the payload")
+}
+
+// A writeback error while the snapshot streams (a device's EIO, which the
+// wait of sync_file_range reports and which the final fsync on the same
+// file would then not report again) fails the job and leaves no snapshot.
+func TestSnapshotJobWritebackErrorLeavesNoSnapshot(t *testing.T) {
+	errIO := errors.New("injected: input/output error")
+	dir := t.TempDir()
+	c, st := jobCore(t, dir)
+	injectWritebackFault(t, ".snap.tmp", errIO)
+	err := snapJob(c, writeInPieces(snapPayload(snapWriteChunk+5), 64<<10)).Run()
+	require.ErrorIs(t, err, errIO)
+	ents, rerr := os.ReadDir(st.snapDir)
+	require.NoError(t, rerr)
+	require.Empty(t, ents, "files left in the snapshot dir")
+	loaded, lerr := st.Load()
+	require.NoError(t, lerr)
+	require.Nil(t, loaded.Snapshot, "a snapshot was recorded")
+}
+
+// The zero-filling of a log segment fails on a writeback error instead of
+// leaving it to an fsync that may no longer see it.
+func TestZeroFillWritebackError(t *testing.T) {
+	errIO := errors.New("injected: input/output error")
+	injectWritebackFault(t, "seg", errIO)
+	f, err := os.Create(filepath.Join(t.TempDir(), "seg"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = f.Close() })
+	require.ErrorIs(t, zeroFill(f, 3*walZeroChunk, nil), errIO)
+}
+
+// The encoder runs once even when the snapshot file cannot be made, so
+// that what it holds (the state machine's frozen tree) is released then too.
+func TestSnapshotJobOpenFailureStillRunsTheEncoder(t *testing.T) {
+	dir := t.TempDir()
+	c, st := jobCore(t, dir)
+	require.NoError(t, os.Mkdir(filepath.Join(st.snapDir, snapFileName(1, 10)+tmpSuffix), 0o700))
+	calls := 0
+	var got error
+	err := snapJob(c, func(w io.Writer) error {
+		calls++
+		_, got = w.Write([]byte("x"))
+		return got
+	}).Run()
+	require.Error(t, err)
+	require.Equal(t, 1, calls, "the encoder ran once")
+	require.Error(t, got, "its writer failed")
+}
+
+// injectWritebackFault fails the writeback of files whose name ends in
+// suffix with err until the test ends.
+func injectWritebackFault(t *testing.T, suffix string, err error) {
+	fault := func(name string) error {
+		if strings.HasSuffix(name, suffix) {
+			return err
+		}
+		return nil
+	}
+	writebackFault.Store(&fault)
+	t.Cleanup(func() { writebackFault.Store(nil) })
 }

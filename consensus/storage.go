@@ -123,8 +123,10 @@ type Storage interface {
 	Write(w *WriteBatch) error
 	// SaveSnapshot durably stores the payload of the snapshot at (term, index).
 	SaveSnapshot(term, index uint64, data []byte) error
-	// SaveSnapshotFrom is SaveSnapshot of what write writes, called once
-	// (an implementation may stream it to disk rather than hold it in
+	// SaveSnapshotFrom is SaveSnapshot of what write writes, called exactly
+	// once, also when the storage fails before it could take a byte (write
+	// then gets a writer that fails), so that write can release what it
+	// holds (an implementation may stream it to disk rather than hold it in
 	// memory), and returns the payload's length. If write or the storage
 	// fails, its error is returned and no payload is left at (term, index).
 	SaveSnapshotFrom(term, index uint64, write func(io.Writer) error) (int64, error)

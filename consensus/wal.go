@@ -265,7 +265,9 @@ func zeroFill(f *os.File, size int64, stop *atomic.Bool) error {
 		if _, err := f.WriteAt(zeros[:n], off); err != nil {
 			return err
 		}
-		paceWriteback(f, off, n)
+		if err := writeback(f, off, n); err != nil {
+			return fmt.Errorf("write back zeros: %w", err)
+		}
 	}
 	return nil
 }

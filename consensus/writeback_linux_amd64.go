@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -17,9 +18,18 @@ const (
 // Called after each chunk of a large file, it makes the file go to disk in
 // steps paced by the device instead of one flood at the final fsync, so the
 // raft log's small fsyncs, queued behind it, wait for one chunk at most.
-// Errors are ignored: the final fsync is what makes the file durable and
-// reports failures.
-func paceWriteback(f *os.File, off, n int64) {
-	_, _, _ = syscall.Syscall6(syscall.SYS_SYNC_FILE_RANGE, f.Fd(), uintptr(off), uintptr(n),
+//
+// A writeback error is returned, not ignored: the wait reports it and
+// advances the file's error cursor, so the final fsync on the same
+// descriptor would no longer see it (Linux ≥ 4.13, errseq). Only "not
+// supported here" answers are ignored: then the final fsync writes the
+// whole file, as where paceWriteback is a no-op.
+func paceWriteback(f *os.File, off, n int64) error {
+	_, _, errno := syscall.Syscall6(syscall.SYS_SYNC_FILE_RANGE, f.Fd(), uintptr(off), uintptr(n),
 		syncFileRangeWaitBefore|syncFileRangeWrite|syncFileRangeWaitAfter, 0, 0)
+	switch errno {
+	case 0, syscall.ENOSYS, syscall.EINVAL, syscall.ESPIPE, syscall.EOPNOTSUPP:
+		return nil
+	}
+	return fmt.Errorf("sync_file_range: %w", errno)
 }

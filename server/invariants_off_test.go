@@ -1,0 +1,6 @@
+//go:build !invariants
+
+package server
+
+// checksEveryWrite: see invariants_on_test.go.
+const checksEveryWrite = false
