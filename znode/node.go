@@ -18,15 +18,25 @@ const (
 const maxTTL = int64(1)<<40 - 1
 
 // meta is the part of a node that writes change. The undo log saves and
-// restores it whole.
+// restores it whole, and a freeze copies it (frozen.go): it stays a plain
+// value. Its fields are ordered so that a node takes 120 bytes (the
+// 128-byte size class): 16 bytes a node more than that would cost 16 MB at
+// a million znodes.
 type meta struct {
-	data  []byte     // nil and empty are distinct; never mutated in place
-	acl   []jute.ACL // never mutated in place (may be shared between nodes)
+	data []byte // nil and empty are distinct; never mutated in place
+	// acl is the node's ACL, shared with every node of the tree holding an
+	// equal one (Tree.acls); nil for an empty ACL (only a snapshot or
+	// Build can make one).
+	acl   *aclList
 	czxid int64
 	mzxid int64
 	ctime int64
 	mtime int64
 	pzxid int64 // Invariant: >= czxid of every child
+	// ext is the owning session of a kindEphemeral node and the ttl in ms
+	// (1..maxTTL) of a kindTTL node, else 0: the two are exclusive by kind.
+	// Read it through owner and ttl.
+	ext int64
 	// version is the data version; it wraps as a Java int does.
 	version  int32
 	aversion int32
@@ -35,8 +45,22 @@ type meta struct {
 	// Invariant: creates >= number of children made by txns.
 	creates int32
 	kind    kind
-	owner   int64 // owning session for kindEphemeral, else 0
-	ttl     int64 // ms, for kindTTL only (1..maxTTL), else 0
+}
+
+// owner returns the owning session of an ephemeral node, else 0.
+func (m *meta) owner() int64 {
+	if m.kind == kindEphemeral {
+		return m.ext
+	}
+	return 0
+}
+
+// ttl returns the ttl in ms of a TTL node, else 0.
+func (m *meta) ttl() int64 {
+	if m.kind == kindTTL {
+		return m.ext
+	}
+	return 0
 }
 
 // node is one znode.
@@ -51,10 +75,6 @@ type node struct {
 // stat returns the node's client-visible Stat.
 func (n *node) stat() jute.Stat {
 	nc := int32(len(n.children))
-	var owner int64
-	if n.kind == kindEphemeral {
-		owner = n.owner
-	}
 	return jute.Stat{
 		Czxid:          n.czxid,
 		Mzxid:          n.mzxid,
@@ -63,7 +83,7 @@ func (n *node) stat() jute.Stat {
 		Version:        n.version,
 		Cversion:       2*n.creates - nc,
 		Aversion:       n.aversion,
-		EphemeralOwner: owner,
+		EphemeralOwner: n.owner(),
 		DataLength:     int32(len(n.data)),
 		NumChildren:    nc,
 		Pzxid:          n.pzxid,
