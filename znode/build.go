@@ -34,7 +34,7 @@ func Build(opts Options, nodes []BuiltNode) (*Tree, error) {
 			acl = &aclList{entries: b.ACL}
 		}
 		n := &node{path: b.Path, meta: meta{
-			data: b.Data, acl: acl, czxid: b.Czxid, mzxid: b.Mzxid, ctime: b.Ctime, mtime: b.Mtime,
+			data: string(b.Data), hasData: b.Data != nil, acl: acl, czxid: b.Czxid, mzxid: b.Mzxid, ctime: b.Ctime, mtime: b.Mtime,
 			pzxid: b.Pzxid, version: b.Version, aversion: b.Aversion, creates: b.Creates,
 		}}
 		switch {

@@ -1,6 +1,10 @@
 package znode
 
-import "github.com/zkraft/zkraft/jute"
+import (
+	"unsafe"
+
+	"github.com/zkraft/zkraft/jute"
+)
 
 // kind is a node's type. ZooKeeper encodes it into ephemeralOwner; zkraft
 // keeps it apart so the wire value stays 0 for containers and TTL nodes.
@@ -19,11 +23,15 @@ const maxTTL = int64(1)<<40 - 1
 
 // meta is the part of a node that writes change. The undo log saves and
 // restores it whole, and a freeze copies it (frozen.go): it stays a plain
-// value. Its fields are ordered so that a node takes 120 bytes (the
-// 128-byte size class): 16 bytes a node more than that would cost 16 MB at
-// a million znodes.
+// value. Its fields are ordered so that a node takes 112 bytes (the
+// 112-byte size class): 16 bytes a node more would cost 16 MB at a
+// million znodes.
 type meta struct {
-	data []byte // nil and empty are distinct; never mutated in place
+	// data is the node's data, immutable as a string is; a string header
+	// is 8 bytes smaller than a slice's. hasData keeps nil apart from
+	// empty (ZooKeeper does): false means nil, and data is "" then. Read
+	// it through dataBytes, set it through Tree.setData.
+	data string
 	// acl is the node's ACL, shared with every node of the tree holding an
 	// equal one (Tree.acls); nil for an empty ACL (only a snapshot or
 	// Build can make one).
@@ -45,6 +53,21 @@ type meta struct {
 	// Invariant: creates >= number of children made by txns.
 	creates int32
 	kind    kind
+	hasData bool
+}
+
+// dataBytes returns the node's data: nil for none, else a slice of the
+// data string's memory, which callers must not modify (the read methods'
+// rule for the tree's slices). Its capacity is its length, so an append
+// to it copies.
+func (m *meta) dataBytes() []byte {
+	switch {
+	case !m.hasData:
+		return nil
+	case m.data == "":
+		return []byte{}
+	}
+	return unsafe.Slice(unsafe.StringData(m.data), len(m.data))
 }
 
 // owner returns the owning session of an ephemeral node, else 0.

@@ -65,7 +65,7 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 	}
 
 	n := &node{path: path, meta: meta{
-		data:  cloneData(data),
+		data: string(data), hasData: data != nil,
 		acl:   t.findACL(stored),
 		czxid: ctx.Zxid, mzxid: ctx.Zxid, pzxid: ctx.Zxid,
 		ctime: ctx.Time, mtime: ctx.Time,
@@ -86,14 +86,6 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 	t.flushQuotas()
 	ev = append(ev, Event{Type: jute.EventNodeCreated, Path: path}, Event{Type: jute.EventNodeChildrenChanged, Path: parentPath})
 	return path, st, ev, 0
-}
-
-// cloneData copies data, keeping nil and empty apart.
-func cloneData(data []byte) []byte {
-	if data == nil {
-		return nil
-	}
-	return append(make([]byte, 0, len(data)), data...)
 }
 
 // delete applies delete in ZooKeeper's order: path and special paths (-8),
@@ -154,7 +146,7 @@ func (t *Tree) setDataOp(ctx *TxnContext, path string, data []byte, version int3
 		return jute.Stat{}, ev, jute.ErrBadVersion
 	}
 	t.save(n)
-	t.setData(n, cloneData(data))
+	t.setData(n, data)
 	n.version++
 	n.mzxid = ctx.Zxid
 	n.mtime = ctx.Time
@@ -297,7 +289,10 @@ func Under(path, prefix string) bool {
 func (t *Tree) SetConfig(ctx TxnContext, data []byte) []Event {
 	n := t.lookup(configPath)
 	t.save(n)
-	t.setData(n, append([]byte{}, data...))
+	if data == nil {
+		data = []byte{} // the node's data is never nil
+	}
+	t.setData(n, data)
 	n.mzxid, n.mtime, n.version = ctx.Zxid, ctx.Time, -1
 	return []Event{{Type: jute.EventNodeDataChanged, Path: configPath}}
 }

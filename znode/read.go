@@ -28,7 +28,7 @@ func (t *Tree) GetData(path string) (data []byte, stat jute.Stat, ok bool) {
 	if n == nil {
 		return nil, jute.Stat{}, false
 	}
-	return n.data, n.stat(), true
+	return n.dataBytes(), n.stat(), true
 }
 
 // GetChildren returns the names of the node's children, sorted, and its Stat.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/zkraft/zkraft/jute"
 )
@@ -106,7 +107,7 @@ func appendNode(b []byte, path string, n *meta) []byte {
 	for _, v := range [...]int32{n.version, n.aversion, n.creates} {
 		b = binary.BigEndian.AppendUint32(b, uint32(v))
 	}
-	if n.data == nil {
+	if !n.hasData {
 		b = binary.BigEndian.AppendUint32(b, 0xffffffff)
 	} else {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(n.data)))
@@ -337,7 +338,10 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 	n.czxid, n.mzxid, n.ctime, n.mtime, n.pzxid = ints[2], ints[3], ints[4], ints[5], ints[6]
 	n.version, n.aversion, n.creates = int32(s.u32()), int32(s.u32()), int32(s.u32())
 	if l := s.u32(); l != 0xffffffff {
-		n.data = s.bytes(l)
+		// The slice is the node's alone: it becomes the data string
+		// without a copy.
+		b := s.bytes(l)
+		n.data, n.hasData = unsafe.String(unsafe.SliceData(b), len(b)), true
 	}
 	nacl := s.u32()
 	acl := s.acl[:0]

@@ -68,13 +68,13 @@ type Tree struct {
 // and aversion -1; /zookeeper shows cversion -2 (C = 0, two children).
 func New(opts Options) *Tree {
 	t := newEmpty(opts)
-	root := &node{path: rootPath, meta: meta{data: []byte{}, acl: t.acquire(t.open)}}
+	root := &node{path: rootPath, meta: meta{hasData: true, acl: t.acquire(t.open)}}
 	t.nodes[rootPath] = root
 	t.dataSize += int64(len(rootPath))
 	for _, n := range []*node{
-		{path: procPath, meta: meta{data: []byte{}, acl: t.open}},
-		{path: quotaPath, meta: meta{data: []byte{}, acl: t.open}},
-		{path: configPath, meta: meta{data: []byte{}, aversion: -1,
+		{path: procPath, meta: meta{hasData: true, acl: t.open}},
+		{path: quotaPath, meta: meta{hasData: true, acl: t.open}},
+		{path: configPath, meta: meta{hasData: true, aversion: -1,
 			acl: t.findACL([]jute.ACL{{Perms: jute.PermRead, ID: jute.Id{Scheme: schemeWorld, ID: idAnyone}}})}},
 	} {
 		t.insert(n, t.nodes[parentOf(n.path, lastSlash(n.path))])
@@ -180,11 +180,11 @@ func (t *Tree) save(n *node) {
 	}
 }
 
-// setData replaces n's data, keeping dataSize and quota usage current. The
-// caller saved n.
+// setData replaces n's data with a copy of data (nil stays nil), keeping
+// dataSize and quota usage current. The caller saved n.
 func (t *Tree) setData(n *node, data []byte) {
 	delta := int64(len(data) - len(n.data))
 	t.dataSize += delta
 	t.charge(n.path, 0, delta)
-	n.data = data
+	n.data, n.hasData = string(data), data != nil
 }
