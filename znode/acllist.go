@@ -113,7 +113,8 @@ func (t *Tree) release(a *aclList) {
 func (t *Tree) checkACLs(paths []string) string {
 	held := make(map[*aclList]int)
 	var key []byte
-	var last *aclList
+	var last *aclList // the ACL of the nodes just before, run of them
+	run := 0
 	for _, p := range paths {
 		n := t.nodes[p]
 		if n.acl == nil {
@@ -130,9 +131,15 @@ func (t *Tree) checkACLs(paths []string) string {
 			if t.acls[string(key)] != n.acl {
 				return fmt.Sprintf("the ACL of %q is not the table's", p)
 			}
+			if last != nil {
+				held[last] += run
+			}
+			last, run = n.acl, 0
 		}
-		last = n.acl
-		held[n.acl]++
+		run++
+	}
+	if last != nil {
+		held[last] += run
 	}
 	if len(held) != len(t.acls) {
 		return fmt.Sprintf("ACL table holds %d lists, nodes hold %d", len(t.acls), len(held))

@@ -46,6 +46,8 @@ func (t *Tree) rollback() {
 			t.charge(u.n.path, 0, delta)
 			// The node is in the tree (it was when its meta was saved,
 			// and the later changes are undone): its ACL counts move.
+			// No multi op changes an ACL today; this keeps the table
+			// right (acllist.go) if one does.
 			if u.saved.acl != u.n.acl {
 				u.saved.acl = t.acquire(u.saved.acl)
 				t.release(u.n.acl)
