@@ -92,7 +92,7 @@ func TestFixupACL(t *testing.T) {
 		{"duplicates removed", []jute.ACL{acl(1, "ip", "1.2.3.4"), acl(1, "ip", "1.2.3.4"), acl(2, "ip", "1.2.3.4")}, nil,
 			[]jute.ACL{acl(1, "ip", "1.2.3.4"), acl(2, "ip", "1.2.3.4")}},
 	} {
-		got, ok := fixupACL(tt.acl, tt.auth, tree.open, Options{})
+		got, ok := fixupACL(tt.acl, tt.auth, tree.open.entries, Options{})
 		if tt.want == nil {
 			require.False(t, ok, tt.name)
 			continue
@@ -150,7 +150,7 @@ func TestFixupACLX509(t *testing.T) {
 		{"auth ignores x509 without the provider", []jute.ACL{acl(3, "auth", "")},
 			[]jute.Id{{Scheme: "x509", ID: "CN=a"}}, nil, false},
 	} {
-		got, ok := fixupACL(tt.acl, tt.auth, tree.open, Options{X509Enabled: tt.x509})
+		got, ok := fixupACL(tt.acl, tt.auth, tree.open.entries, Options{X509Enabled: tt.x509})
 		if tt.want == nil {
 			require.False(t, ok, tt.name)
 			continue
@@ -187,7 +187,7 @@ func TestFixupACLSASL(t *testing.T) {
 			[]jute.ACL{{Perms: 3, ID: alice}, {Perms: 3, ID: bob}}, true},
 		{"auth ignores sasl without the provider", []jute.ACL{acl(3, "auth", "")}, []jute.Id{alice}, nil, false},
 	} {
-		got, ok := fixupACL(tt.acl, tt.auth, tree.open, Options{SASLEnabled: tt.sasl})
+		got, ok := fixupACL(tt.acl, tt.auth, tree.open.entries, Options{SASLEnabled: tt.sasl})
 		if tt.want == nil {
 			require.False(t, ok, tt.name)
 			continue

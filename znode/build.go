@@ -29,8 +29,12 @@ type BuiltNode struct {
 func Build(opts Options, nodes []BuiltNode) (*Tree, error) {
 	ns := make([]*node, 0, len(nodes))
 	for _, b := range nodes {
+		var acl *aclList // counted in no table: the snapshot read makes the tree's
+		if len(b.ACL) > 0 {
+			acl = &aclList{entries: b.ACL}
+		}
 		n := &node{path: b.Path, meta: meta{
-			data: b.Data, acl: b.ACL, czxid: b.Czxid, mzxid: b.Mzxid, ctime: b.Ctime, mtime: b.Mtime,
+			data: string(b.Data), hasData: b.Data != nil, acl: acl, czxid: b.Czxid, mzxid: b.Mzxid, ctime: b.Ctime, mtime: b.Mtime,
 			pzxid: b.Pzxid, version: b.Version, aversion: b.Aversion, creates: b.Creates,
 		}}
 		switch {
@@ -39,7 +43,7 @@ func Build(opts Options, nodes []BuiltNode) (*Tree, error) {
 		case b.Container:
 			n.kind = kindContainer
 		case b.TTL != 0:
-			n.kind, n.ttl = kindTTL, b.TTL
+			n.kind, n.ext = kindTTL, b.TTL
 		}
 		ns = append(ns, n)
 	}

@@ -85,14 +85,14 @@ func (t *Tree) checkPaths(paths []string) error {
 		switch n.kind {
 		case kindEphemeral:
 			ephemerals++
-			if n.owner == 0 {
+			if n.ext == 0 {
 				return fail("ephemeral %q has owner 0", p)
 			}
 			if len(n.children) > 0 {
 				return fail("ephemeral %q has children", p)
 			}
-			if _, ok := t.ephemerals[n.owner][p]; !ok {
-				return fail("ephemeral %q missing from the index of %#x", p, n.owner)
+			if _, ok := t.ephemerals[n.ext][p]; !ok {
+				return fail("ephemeral %q missing from the index of %#x", p, n.ext)
 			}
 		case kindContainer:
 			containers++
@@ -101,8 +101,8 @@ func (t *Tree) checkPaths(paths []string) error {
 			}
 		case kindTTL:
 			ttls++
-			if n.ttl <= 0 || n.ttl > maxTTL {
-				return fail("TTL node %q has ttl %d", p, n.ttl)
+			if n.ext <= 0 || n.ext > maxTTL {
+				return fail("TTL node %q has ttl %d", p, n.ext)
 			}
 			if _, ok := t.ttls[p]; !ok {
 				return fail("TTL node %q missing from the index", p)
@@ -111,11 +111,8 @@ func (t *Tree) checkPaths(paths []string) error {
 		default:
 			return fail("%q has kind %d", p, n.kind)
 		}
-		if n.kind != kindEphemeral && n.owner != 0 {
-			return fail("%q of kind %d has owner %#x", p, n.kind, n.owner)
-		}
-		if n.kind != kindTTL && n.ttl != 0 {
-			return fail("%q of kind %d has ttl %d", p, n.kind, n.ttl)
+		if (n.kind == kindPersistent || n.kind == kindContainer) && n.ext != 0 {
+			return fail("%q of kind %d has owner or ttl %#x", p, n.kind, n.ext)
 		}
 	}
 	indexed := 0
@@ -131,6 +128,9 @@ func (t *Tree) checkPaths(paths []string) error {
 	}
 	if size != t.dataSize {
 		return fail("data size %d, nodes hold %d", t.dataSize, size)
+	}
+	if msg := t.checkACLs(paths); msg != "" {
+		return fail("%s", msg)
 	}
 	if msg := t.checkQuotas(paths); msg != "" {
 		return fail("%s", msg)

@@ -28,7 +28,10 @@ func TestCheckDetects(t *testing.T) {
 		}},
 		{"container index", func(tr *Tree) { delete(tr.containers, "/c") }},
 		{"data size", func(tr *Tree) { tr.dataSize++ }},
-		{"owner on persistent", func(tr *Tree) { tr.nodes["/a"].owner = 3 }},
+		{"owner on persistent", func(tr *Tree) { tr.nodes["/a"].ext = 3 }},
+		{"ACL count", func(tr *Tree) { tr.open.refs++ }},
+		{"ACL not shared", func(tr *Tree) { tr.nodes["/a"].acl = &aclList{entries: open, refs: 1} }},
+		{"ACL left in the table", func(tr *Tree) { tr.acls["x"] = &aclList{entries: open} }},
 		{"no root", func(tr *Tree) { delete(tr.nodes, "/") }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -31,6 +31,9 @@
 //     the sequential suffix is C before the create, formatted %010d.
 //   - Containers and TTL nodes report ephemeralOwner 0; their kind is kept in
 //     a separate field, never encoded into the owner.
+//   - Nodes with equal ACLs share one immutable aclList, and the tree's
+//     table of them holds exactly the lists its nodes hold, each counting
+//     its nodes (acllist.go): deleted ACLs do not accumulate.
 //   - WriteSnapshot produces the same bytes for equal trees; ReadSnapshot
 //     validates everything (checksum, structure, Check) and never panics on
 //     corrupt input.

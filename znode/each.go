@@ -42,7 +42,7 @@ func (t *Tree) EachChild(path string, f func(name string)) bool {
 // every node" check). f must not modify the tree or the ACL.
 func (t *Tree) EachNode(f func(path string, acl []jute.ACL) bool) {
 	for p, n := range t.nodes {
-		if !f(p, n.acl) {
+		if !f(p, n.acl.list()) {
 			return
 		}
 	}

@@ -37,9 +37,9 @@ func expired(n *node, now int64) bool {
 		return n.creates > 0
 	case kindTTL:
 		if mutation.Enabled(mutation.EarlyTTL) {
-			return now-n.mtime > n.ttl/2 // known wrong: half the TTL
+			return now-n.mtime > n.ttl()/2 // known wrong: half the TTL
 		}
-		return now-n.mtime > n.ttl
+		return now-n.mtime > n.ttl()
 	}
 	return false
 }

@@ -40,7 +40,7 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 		return "", jute.Stat{}, ev, jute.ErrBadArguments
 	}
 	parentPath := parentOf(path, i)
-	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.options(ctx))
+	stored, ok := fixupACL(acl, ctx.Auth, t.open.entries, t.options(ctx))
 	if !ok {
 		return "", jute.Stat{}, ev, jute.ErrInvalidACL
 	}
@@ -48,7 +48,7 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 	if parent == nil {
 		return "", jute.Stat{}, ev, jute.ErrNoNode
 	}
-	if !CheckACL(parent.acl, jute.PermCreate, ctx.Auth) {
+	if !CheckACL(parent.acl.list(), jute.PermCreate, ctx.Auth) {
 		return "", jute.Stat{}, ev, jute.ErrNoAuth
 	}
 	if sequential {
@@ -65,8 +65,8 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 	}
 
 	n := &node{path: path, meta: meta{
-		data:  cloneData(data),
-		acl:   stored,
+		data: string(data), hasData: data != nil,
+		acl:   t.findACL(stored),
 		czxid: ctx.Zxid, mzxid: ctx.Zxid, pzxid: ctx.Zxid,
 		ctime: ctx.Time, mtime: ctx.Time,
 	}}
@@ -74,9 +74,9 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 	case op == jute.OpCreateContainer:
 		n.kind = kindContainer
 	case op == jute.OpCreateTTL:
-		n.kind, n.ttl = kindTTL, ttl
+		n.kind, n.ext = kindTTL, ttl
 	case ephemeral:
-		n.kind, n.owner = kindEphemeral, ctx.SessionID
+		n.kind, n.ext = kindEphemeral, ctx.SessionID
 	}
 	t.save(parent)
 	parent.creates++
@@ -86,14 +86,6 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 	t.flushQuotas()
 	ev = append(ev, Event{Type: jute.EventNodeCreated, Path: path}, Event{Type: jute.EventNodeChildrenChanged, Path: parentPath})
 	return path, st, ev, 0
-}
-
-// cloneData copies data, keeping nil and empty apart.
-func cloneData(data []byte) []byte {
-	if data == nil {
-		return nil
-	}
-	return append(make([]byte, 0, len(data)), data...)
 }
 
 // delete applies delete in ZooKeeper's order: path and special paths (-8),
@@ -108,7 +100,7 @@ func (t *Tree) delete(ctx *TxnContext, path string, version int32, ev []Event) (
 	if parent == nil {
 		return ev, jute.ErrNoNode
 	}
-	if !CheckACL(parent.acl, jute.PermDelete, ctx.Auth) {
+	if !CheckACL(parent.acl.list(), jute.PermDelete, ctx.Auth) {
 		return ev, jute.ErrNoAuth
 	}
 	n := t.nodes[path]
@@ -147,14 +139,14 @@ func (t *Tree) setDataOp(ctx *TxnContext, path string, data []byte, version int3
 	if n == nil {
 		return jute.Stat{}, ev, jute.ErrNoNode
 	}
-	if !CheckACL(n.acl, jute.PermWrite, ctx.Auth) {
+	if !CheckACL(n.acl.list(), jute.PermWrite, ctx.Auth) {
 		return jute.Stat{}, ev, jute.ErrNoAuth
 	}
 	if version != -1 && version != n.version && !mutation.Enabled(mutation.IgnoreSetVersion) {
 		return jute.Stat{}, ev, jute.ErrBadVersion
 	}
 	t.save(n)
-	t.setData(n, cloneData(data))
+	t.setData(n, data)
 	n.version++
 	n.mzxid = ctx.Zxid
 	n.mtime = ctx.Time
@@ -170,7 +162,7 @@ func (t *Tree) setACL(ctx *TxnContext, path string, acl []jute.ACL, version int3
 	if ValidatePath(path) != nil {
 		return jute.Stat{}, jute.ErrBadArguments
 	}
-	stored, ok := fixupACL(acl, ctx.Auth, t.open, t.options(ctx))
+	stored, ok := fixupACL(acl, ctx.Auth, t.open.entries, t.options(ctx))
 	if !ok {
 		return jute.Stat{}, jute.ErrInvalidACL
 	}
@@ -178,14 +170,16 @@ func (t *Tree) setACL(ctx *TxnContext, path string, acl []jute.ACL, version int3
 	if n == nil {
 		return jute.Stat{}, jute.ErrNoNode
 	}
-	if !CheckACL(n.acl, jute.PermAdmin, ctx.Auth) {
+	if !CheckACL(n.acl.list(), jute.PermAdmin, ctx.Auth) {
 		return jute.Stat{}, jute.ErrNoAuth
 	}
 	if version != -1 && version != n.aversion {
 		return jute.Stat{}, jute.ErrBadVersion
 	}
 	t.save(n)
-	n.acl = stored
+	old := n.acl
+	n.acl = t.acquire(t.findACL(stored))
+	t.release(old)
 	n.aversion++
 	return n.stat(), 0
 }
@@ -200,7 +194,7 @@ func (t *Tree) check(ctx *TxnContext, path string, version int32) int32 {
 	if n == nil {
 		return jute.ErrNoNode
 	}
-	if !CheckACL(n.acl, jute.PermRead, ctx.Auth) {
+	if !CheckACL(n.acl.list(), jute.PermRead, ctx.Auth) {
 		return jute.ErrNoAuth
 	}
 	if version != -1 && version != n.version {
@@ -295,7 +289,10 @@ func Under(path, prefix string) bool {
 func (t *Tree) SetConfig(ctx TxnContext, data []byte) []Event {
 	n := t.lookup(configPath)
 	t.save(n)
-	t.setData(n, append([]byte{}, data...))
+	if data == nil {
+		data = []byte{} // the node's data is never nil
+	}
+	t.setData(n, data)
 	n.mzxid, n.mtime, n.version = ctx.Zxid, ctx.Time, -1
 	return []Event{{Type: jute.EventNodeDataChanged, Path: configPath}}
 }

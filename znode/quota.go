@@ -1,7 +1,6 @@
 package znode
 
 import (
-	"bytes"
 	"maps"
 	"slices"
 	"strconv"
@@ -190,7 +189,7 @@ func (t *Tree) flushQuotas() {
 		if u == nil || s == nil {
 			continue
 		}
-		if data := u.render(); !bytes.Equal(s.data, data) {
+		if data := u.render(); s.data != string(data) {
 			t.save(s)
 			t.setData(s, data)
 		}
@@ -241,8 +240,8 @@ func (t *Tree) checkQuotas(paths []string) string {
 			return "quota " + strconv.Quote(q) + " charged " + string(got.render()) +
 				", recount " + string(want[q].render())
 		}
-		if s := t.nodes[statsPathOf(q)]; s != nil && !bytes.Equal(s.data, got.render()) {
-			return "stats of quota " + strconv.Quote(q) + " hold " + strconv.Quote(string(s.data)) +
+		if s := t.nodes[statsPathOf(q)]; s != nil && s.data != string(got.render()) {
+			return "stats of quota " + strconv.Quote(q) + " hold " + strconv.Quote(s.data) +
 				", recount " + string(got.render())
 		}
 	}

@@ -381,7 +381,7 @@ func TestQuotaCheckDetectsDrift(t *testing.T) {
 	require.NoError(t, tree.Check())
 
 	s := tree.nodes[statsPathOf("/q")]
-	old := s.data
+	old := s.dataBytes()
 	tree.setData(s, []byte("count=7,bytes=3"))
 	require.ErrorIs(t, tree.Check(), ErrInvariant)
 	tree.setData(s, old)

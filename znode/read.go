@@ -28,7 +28,7 @@ func (t *Tree) GetData(path string) (data []byte, stat jute.Stat, ok bool) {
 	if n == nil {
 		return nil, jute.Stat{}, false
 	}
-	return n.data, n.stat(), true
+	return n.dataBytes(), n.stat(), true
 }
 
 // GetChildren returns the names of the node's children, sorted, and its Stat.
@@ -51,7 +51,7 @@ func (t *Tree) GetACL(path string) ([]jute.ACL, jute.Stat, bool) {
 	if n == nil {
 		return nil, jute.Stat{}, false
 	}
-	return n.acl, n.stat(), true
+	return n.acl.list(), n.stat(), true
 }
 
 // CountDescendants returns the number of nodes below path, all levels
@@ -130,5 +130,5 @@ func (t *Tree) CheckPermission(path string, perm int32, ids []jute.Id) (exists b
 	if n == nil {
 		return false, false
 	}
-	return true, CheckACL(n.acl, perm, ids)
+	return true, CheckACL(n.acl.list(), perm, ids)
 }

@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"io"
 	"slices"
+	"unsafe"
 
 	"github.com/zkraft/zkraft/jute"
 )
@@ -92,31 +93,34 @@ func appendString(b []byte, s string) []byte {
 func appendNode(b []byte, path string, n *meta) []byte {
 	b = appendString(b, path)
 	b = append(b, byte(n.kind))
-	for _, v := range [...]int64{n.owner, n.ttl, n.czxid, n.mzxid, n.ctime, n.mtime, n.pzxid} {
+	// ext is the owner unless the node is a TTL node: a Check-clean tree
+	// encodes 0 for the other, and a test's corrupt one (ext on a
+	// persistent node) encodes as an owner, which the reader refuses.
+	owner, ttl := n.ext, int64(0)
+	if n.kind == kindTTL {
+		owner, ttl = 0, n.ext
+	}
+	for _, v := range [...]int64{owner, ttl, n.czxid, n.mzxid, n.ctime, n.mtime, n.pzxid} {
 		b = binary.BigEndian.AppendUint64(b, uint64(v))
 	}
 	for _, v := range [...]int32{n.version, n.aversion, n.creates} {
 		b = binary.BigEndian.AppendUint32(b, uint32(v))
 	}
-	if n.data == nil {
+	if !n.hasData {
 		b = binary.BigEndian.AppendUint32(b, 0xffffffff)
 	} else {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(n.data)))
 		b = append(b, n.data...)
 	}
-	b = binary.BigEndian.AppendUint32(b, uint32(len(n.acl)))
-	for _, a := range n.acl {
-		b = binary.BigEndian.AppendUint32(b, uint32(a.Perms))
-		b = appendString(b, a.ID.Scheme)
-		b = appendString(b, a.ID.ID)
-	}
-	return b
+	acl := n.acl.list()
+	b = binary.BigEndian.AppendUint32(b, uint32(len(acl)))
+	return appendACLKey(b, acl)
 }
 
 // encodedSize is len(appendNode(nil, path, n)).
 func encodedSize(path string, n *meta) int {
 	size := 4 + len(path) + 1 + 7*8 + 3*4 + 4 + len(n.data) + 4
-	for _, a := range n.acl {
+	for _, a := range n.acl.list() {
 		size += 4 + 4 + len(a.ID.Scheme) + 4 + len(a.ID.ID)
 	}
 	return size
@@ -146,7 +150,7 @@ type snapReader struct {
 	paths      []string
 	lastParent *node      // parent of the last node (siblings come in a row)
 	acl        []jute.ACL // scratch of the node being read
-	lastACL    []jute.ACL // the last ACL other than the open one
+	lastACL    *aclList   // the last ACL other than the open one
 }
 
 const maxInterned = 1024
@@ -329,10 +333,14 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 	for j := range ints {
 		ints[j] = int64(s.u64())
 	}
-	n.owner, n.ttl, n.czxid, n.mzxid, n.ctime, n.mtime, n.pzxid = ints[0], ints[1], ints[2], ints[3], ints[4], ints[5], ints[6]
+	owner, ttl := ints[0], ints[1]
+	n.czxid, n.mzxid, n.ctime, n.mtime, n.pzxid = ints[2], ints[3], ints[4], ints[5], ints[6]
 	n.version, n.aversion, n.creates = int32(s.u32()), int32(s.u32()), int32(s.u32())
 	if l := s.u32(); l != 0xffffffff {
-		n.data = s.bytes(l)
+		// The slice is the node's alone: it becomes the data string
+		// without a copy.
+		b := s.bytes(l)
+		n.data, n.hasData = unsafe.String(unsafe.SliceData(b), len(b)), true
 	}
 	nacl := s.u32()
 	acl := s.acl[:0]
@@ -346,27 +354,26 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 	if s.err != nil {
 		return
 	}
-	// ACLs are never mutated in place, so equal ones can share a slice:
-	// the open ACL is the tree's (as a create shares it); another equal to
-	// the previous node's (siblings usually have the same) is that one.
-	switch {
-	case nacl == 0:
-	case nacl == 1 && acl[0] == openEntry:
-		n.acl = t.open
-	case slices.Equal(acl, s.lastACL):
+	// Equal ACLs share one aclList (acllist.go): one equal to the previous
+	// node's (siblings usually have the same) is that one, without a
+	// look-up in the table.
+	if s.lastACL != nil && slices.Equal(acl, s.lastACL.entries) {
 		n.acl = s.lastACL
-	default:
-		n.acl = slices.Clone(acl)
-		s.lastACL = n.acl
+	} else {
+		n.acl = t.findACL(acl)
+		if n.acl != t.open {
+			s.lastACL = n.acl
+		}
 	}
 	n.kind = kind(k)
+	n.ext = owner + ttl // at most one is not 0 once the checks pass
 	switch {
 	case k >= uint8(kindCount):
 		s.corrupt("node %q: kind %d", n.path, k)
-	case (n.kind == kindEphemeral) != (n.owner != 0):
-		s.corrupt("node %q: kind %d with owner %#x", n.path, k, n.owner)
-	case (n.kind == kindTTL) != (n.ttl != 0), n.ttl < 0 || n.ttl > maxTTL:
-		s.corrupt("node %q: kind %d with ttl %d", n.path, k, n.ttl)
+	case (n.kind == kindEphemeral) != (owner != 0):
+		s.corrupt("node %q: kind %d with owner %#x", n.path, k, owner)
+	case (n.kind == kindTTL) != (ttl != 0), ttl < 0 || ttl > maxTTL:
+		s.corrupt("node %q: kind %d with ttl %d", n.path, k, ttl)
 	case !s.inOrder(n.path, i) && t.nodes[n.path] != nil:
 		s.corrupt("node %q twice", n.path)
 	case i == 0 && n.path != rootPath:
@@ -375,6 +382,7 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 	if s.err != nil || i == 0 {
 		if s.err == nil { // the root
 			t.nodes[rootPath] = n
+			n.acl = t.acquire(n.acl)
 			t.dataSize += int64(len(n.path) + len(n.data))
 			if n.kind != kindPersistent {
 				s.corrupt("root of kind %d", n.kind)

@@ -241,7 +241,7 @@ func TestSnapshotStructureChecks(t *testing.T) {
 		crc := crcOf(b)
 		return append(b, byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc))
 	}
-	root := func() *node { return &node{path: "/", meta: meta{acl: open}} }
+	root := func() *node { return &node{path: "/", meta: meta{acl: &aclList{entries: open}}} }
 	for _, tt := range []struct {
 		name  string
 		nodes []*node
@@ -256,13 +256,13 @@ func TestSnapshotStructureChecks(t *testing.T) {
 		{"bad path", []*node{root(), {path: "/a/"}}},
 		{"bad kind", []*node{root(), {path: "/a", meta: meta{kind: 9}}}},
 		{"ephemeral without owner", []*node{root(), {path: "/a", meta: meta{kind: kindEphemeral}}}},
-		{"owner on persistent", []*node{root(), {path: "/a", meta: meta{owner: 5}}}},
+		{"owner on persistent", []*node{root(), {path: "/a", meta: meta{ext: 5}}}},
 		{"ttl without ttl", []*node{root(), {path: "/a", meta: meta{kind: kindTTL}}}},
-		{"ttl too big", []*node{root(), {path: "/a", meta: meta{kind: kindTTL, ttl: 1 << 40}}}},
-		{"child of ephemeral", []*node{root(), {path: "/a", meta: meta{kind: kindEphemeral, owner: 1}}, {path: "/a/b"}}},
+		{"ttl too big", []*node{root(), {path: "/a", meta: meta{kind: kindTTL, ext: 1 << 40}}}},
+		{"child of ephemeral", []*node{root(), {path: "/a", meta: meta{kind: kindEphemeral, ext: 1}}, {path: "/a/b"}}},
 		{"pzxid below child czxid", []*node{root(), {path: "/a", meta: meta{czxid: 5, creates: 1}}}},
 		{"counter below children", []*node{root(), {path: "/a"}}},
-		{"ephemeral root", []*node{{path: "/", meta: meta{kind: kindEphemeral, owner: 1}}}},
+		{"ephemeral root", []*node{{path: "/", meta: meta{kind: kindEphemeral, ext: 1}}}},
 	} {
 		_, err := ReadSnapshot(bytes.NewReader(build(tt.nodes...)), Options{})
 		require.Error(t, err, tt.name)
@@ -270,8 +270,8 @@ func TestSnapshotStructureChecks(t *testing.T) {
 	}
 	// Out of path order (no writer makes one, but the format allows it)
 	// reads too, parents first.
-	got, err := ReadSnapshot(bytes.NewReader(build(&node{path: "/", meta: meta{acl: open, creates: 2}},
-		&node{path: "/b", meta: meta{acl: open, creates: 1}}, &node{path: "/a"}, &node{path: "/b/c"})), Options{})
+	got, err := ReadSnapshot(bytes.NewReader(build(&node{path: "/", meta: meta{acl: &aclList{entries: open}, creates: 2}},
+		&node{path: "/b", meta: meta{acl: &aclList{entries: open}, creates: 1}}, &node{path: "/a"}, &node{path: "/b/c"})), Options{})
 	require.NoError(t, err)
 	require.Equal(t, 4, got.NodeCount())
 	// The minimal valid snapshot: just the root.
@@ -315,7 +315,7 @@ func TestReadSnapshotAllocations(t *testing.T) {
 				require.NoError(t, err)
 			})
 			require.LessOrEqual(t, allocs/nodes, readSnapshotAllocsPerNode, "%.0f allocations for %d nodes", allocs, nodes)
-			a, b := got.nodes["/p/n1"].acl, got.nodes["/p/n2"].acl
+			a, b := got.nodes["/p/n1"].acl.list(), got.nodes["/p/n2"].acl.list()
 			require.Equal(t, tt.acl, a)
 			require.Same(t, unsafe.StringData(a[0].ID.ID), unsafe.StringData(b[0].ID.ID), "ACL ids interned")
 		})

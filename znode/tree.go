@@ -39,7 +39,11 @@ type Tree struct {
 	// (DataTree.approximateDataSize).
 	dataSize int64
 	// open is the shared [31 world:anyone] ACL.
-	open []jute.ACL
+	open *aclList
+	// acls maps the key (appendACLKey) of every ACL a node of the tree
+	// holds to its one aclList (acllist.go); aclKey is scratch for keys.
+	acls   map[string]*aclList
+	aclKey []byte
 	// quotas maps every kept quota path to its usage (quota.go); derived
 	// from the tree by insert, remove and setData, never stored.
 	quotas map[string]*usage
@@ -64,14 +68,14 @@ type Tree struct {
 // and aversion -1; /zookeeper shows cversion -2 (C = 0, two children).
 func New(opts Options) *Tree {
 	t := newEmpty(opts)
-	root := &node{path: rootPath, meta: meta{data: []byte{}, acl: t.open}}
+	root := &node{path: rootPath, meta: meta{hasData: true, acl: t.acquire(t.open)}}
 	t.nodes[rootPath] = root
 	t.dataSize += int64(len(rootPath))
 	for _, n := range []*node{
-		{path: procPath, meta: meta{data: []byte{}, acl: t.open}},
-		{path: quotaPath, meta: meta{data: []byte{}, acl: t.open}},
-		{path: configPath, meta: meta{data: []byte{}, aversion: -1,
-			acl: []jute.ACL{{Perms: jute.PermRead, ID: jute.Id{Scheme: schemeWorld, ID: idAnyone}}}}},
+		{path: procPath, meta: meta{hasData: true, acl: t.open}},
+		{path: quotaPath, meta: meta{hasData: true, acl: t.open}},
+		{path: configPath, meta: meta{hasData: true, aversion: -1,
+			acl: t.findACL([]jute.ACL{{Perms: jute.PermRead, ID: jute.Id{Scheme: schemeWorld, ID: idAnyone}}})}},
 	} {
 		t.insert(n, t.nodes[parentOf(n.path, lastSlash(n.path))])
 	}
@@ -85,7 +89,8 @@ func newEmpty(opts Options) *Tree {
 		ephemerals: make(map[int64]map[string]struct{}),
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
-		open:       []jute.ACL{openEntry},
+		open:       &aclList{entries: []jute.ACL{openEntry}},
+		acls:       make(map[string]*aclList),
 		quotas:     make(map[string]*usage),
 	}
 }
@@ -104,16 +109,22 @@ func (t *Tree) lookup(path string) *node {
 // stats nodes (the write's flushQuotas does).
 func (t *Tree) insert(n, parent *node) {
 	t.nodes[n.path] = n
+	// A node gets another aclList only if the table is off (see acquire):
+	// never in fact, so a frozen node reinserted by a rollback is not
+	// written here.
+	if a := t.acquire(n.acl); a != n.acl {
+		n.acl = a
+	}
 	if parent.children == nil {
 		parent.children = make(map[string]struct{})
 	}
 	parent.children[n.name()] = struct{}{}
 	switch n.kind {
 	case kindEphemeral:
-		s := t.ephemerals[n.owner]
+		s := t.ephemerals[n.ext]
 		if s == nil {
 			s = make(map[string]struct{})
-			t.ephemerals[n.owner] = s
+			t.ephemerals[n.ext] = s
 		}
 		s[n.path] = struct{}{}
 	case kindContainer:
@@ -131,16 +142,17 @@ func (t *Tree) insert(n, parent *node) {
 // remove unlinks the childless node n from parent and the indexes.
 func (t *Tree) remove(n, parent *node) {
 	delete(t.nodes, n.path)
+	t.release(n.acl)
 	delete(parent.children, n.name())
 	if len(parent.children) == 0 {
 		parent.children = nil
 	}
 	switch n.kind {
 	case kindEphemeral:
-		if s := t.ephemerals[n.owner]; s != nil {
+		if s := t.ephemerals[n.ext]; s != nil {
 			delete(s, n.path)
 			if len(s) == 0 {
-				delete(t.ephemerals, n.owner)
+				delete(t.ephemerals, n.ext)
 			}
 		}
 	case kindContainer:
@@ -168,11 +180,11 @@ func (t *Tree) save(n *node) {
 	}
 }
 
-// setData replaces n's data, keeping dataSize and quota usage current. The
-// caller saved n.
+// setData replaces n's data with a copy of data (nil stays nil), keeping
+// dataSize and quota usage current. The caller saved n.
 func (t *Tree) setData(n *node, data []byte) {
 	delta := int64(len(data) - len(n.data))
 	t.dataSize += delta
 	t.charge(n.path, 0, delta)
-	n.data = data
+	n.data, n.hasData = string(data), data != nil
 }

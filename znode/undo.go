@@ -44,6 +44,14 @@ func (t *Tree) rollback() {
 			delta := int64(len(u.saved.data) - len(u.n.data))
 			t.dataSize += delta
 			t.charge(u.n.path, 0, delta)
+			// The node is in the tree (it was when its meta was saved,
+			// and the later changes are undone): its ACL counts move.
+			// No multi op changes an ACL today; this keeps the table
+			// right (acllist.go) if one does.
+			if u.saved.acl != u.n.acl {
+				u.saved.acl = t.acquire(u.saved.acl)
+				t.release(u.n.acl)
+			}
 			u.n.meta = u.saved
 		}
 	}
