@@ -24,8 +24,9 @@ import "math/bits"
 // smallRun nodes finish with an insertion sort.
 //
 // Bounds: it does not recurse (its stack depth is constant whatever the
-// paths); pending runs are kept in a heap slice (at most len(nodes)/2 of
-// them: runs are disjoint and hold two or more nodes). Each pass over a run
+// paths); pending runs are kept in a heap slice of at most
+// 255·log2(len(nodes))+1 runs: a split pushes its largest bucket first, so
+// it is taken last, and every run above it is at most half of its parent. Each pass over a run
 // is O(len(run)) (+256 for a split, and a split run has more than smallRun
 // nodes); a node is in at most 8 splits per chunk of its path and one key
 // computation per chunk, and ends in one insertion sort of at most
@@ -131,9 +132,20 @@ func (s *pathSorter) split(r pathRun, shift uint, pending []pathRun) []pathRun {
 			next[c]++
 		}
 	}
-	start := r.lo
+	// The largest bucket is pushed first, so it is taken last: every
+	// run above it is at most half of r, which bounds pending by
+	// 255·log2(len(nodes)) + 1 runs.
+	bigLo, bigHi, start := r.lo, r.lo, r.lo
 	for _, e := range end {
-		if e-start > 1 {
+		if e-start > bigHi-bigLo {
+			bigLo, bigHi = start, e
+		}
+		start = e
+	}
+	pending = append(pending, pathRun{bigLo, bigHi, r.depth}) // may hold one node: then a trivial run
+	start = r.lo
+	for _, e := range end {
+		if e-start > 1 && start != bigLo {
 			pending = append(pending, pathRun{start, e, r.depth})
 		}
 		start = e
