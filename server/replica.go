@@ -98,7 +98,9 @@ func (r *Replica) Sessions() []session.Session {
 // HasSession reports whether session id is live.
 func (r *Replica) HasSession(id int64) bool { _, ok := r.sm.session(id); return ok }
 
-// GetData reads a node.
+// GetData reads a node. The data is a read-only view of the tree's own
+// bytes (znode.Tree.GetData): writing into it corrupts the node or, for
+// some values, faults the process; copy it to change it.
 func (r *Replica) GetData(path string) ([]byte, jute.Stat, bool) {
 	r.sm.mu.RLock()
 	defer r.sm.mu.RUnlock()

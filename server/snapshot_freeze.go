@@ -83,7 +83,7 @@ func writeFrozenState(w io.Writer, tree *znode.Frozen, zxid uint64, sessions []b
 		tailLen += 8 + 16*len(delayed)
 	}
 	if b, ok := w.(*bytes.Buffer); ok {
-		b.Grow(len(snapshotMagic) + 16 + treeLen + 8 + len(sessions) + tailLen)
+		growExact(b, len(snapshotMagic)+16+treeLen+8+len(sessions)+tailLen)
 	}
 
 	head := make([]byte, 0, len(snapshotMagic)+16)
@@ -142,4 +142,18 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// growExact makes room for n more bytes in b with one allocation of n when
+// b is empty (bytes.Buffer.Grow allocates through append(nil, make(n)...),
+// which a -race build does not fuse: the payload twice).
+func growExact(b *bytes.Buffer, n int) {
+	if b.Available() >= n {
+		return
+	}
+	if b.Len() == 0 {
+		*b = *bytes.NewBuffer(make([]byte, 0, n))
+		return
+	}
+	b.Grow(n)
 }

@@ -64,3 +64,27 @@ func TestNodeDataNilEmpty(t *testing.T) {
 		})
 	}
 }
+
+// A tree read from a snapshot's bytes keeps no reference to them: the
+// caller may reuse the buffer (the restore path reads the tree section of
+// a raft payload in place) and the tree's data, paths and ACLs stay as
+// they were.
+func TestReadSnapshotBytesKeepsNoReference(t *testing.T) {
+	tree := mustNewTree(t)
+	c := newClient(t, tree)
+	r, _ := c.apply(createW(jute.OpCreate, "/b", []byte("value of /b"), open, 0, 0))
+	require.Zero(t, r.Err)
+	c.mustCreate("/b/c")
+	var buf bytes.Buffer
+	require.NoError(t, tree.WriteSnapshot(&buf))
+	b := buf.Bytes()
+	got, err := ReadSnapshotBytes(b, Options{})
+	require.NoError(t, err)
+	for i := range b {
+		b[i] = 0xff
+	}
+	d, _, ok := got.GetData("/b")
+	require.True(t, ok)
+	require.Equal(t, "value of /b", string(d))
+	require.Equal(t, tree.Digest(), got.Digest())
+}

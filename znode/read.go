@@ -21,8 +21,10 @@ func (t *Tree) Exists(path string) (jute.Stat, bool) {
 	return n.stat(), true
 }
 
-// GetData returns the node's data (nil stays nil; callers must not modify
-// it) and Stat.
+// GetData returns the node's data (nil stays nil) and Stat. The data is a
+// view of the node's immutable string, read-only memory for some values:
+// callers must never write into it (its capacity is its length, so an
+// append copies).
 func (t *Tree) GetData(path string) (data []byte, stat jute.Stat, ok bool) {
 	n := t.lookup(path)
 	if n == nil {
