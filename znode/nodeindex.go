@@ -62,13 +62,15 @@ const (
 	indexShardBits = 8
 	indexShards    = 1 << indexShardBits
 	groupSlots     = 8
-	// maxProbe bounds a slot's dist (which, plus 1, must fit the
-	// metadata's low byte).
-	maxProbe = 128
 	// tagShift selects the hash bits of the tag: below the shard bits,
 	// above the 32 bits that choose the home slot.
 	tagShift = 64 - indexShardBits - 8
 )
+
+// maxProbe bounds a slot's dist. dist+1 is kept in the metadata's low
+// byte, and a look-up compares up to maxProbe+1 with it: maxProbe <= 254.
+// A variable only so that a test can force the overflow path of place.
+var maxProbe uint16 = 128
 
 // slotGroup is groupSlots slots: their metadata (0 empty, else tag<<8 |
 // (dist+1)) and nodes.
@@ -337,7 +339,7 @@ func (x *nodeIndex) verify() error {
 				return fmt.Errorf("shard %d slot %d: %q belongs to shard %d", si, i, n.path, h>>(64-indexShardBits))
 			}
 			dist := (i + slots - home(h, slots)) % slots
-			if want := metaAt0(h) + uint16(dist); m != want || dist >= maxProbe {
+			if want := metaAt0(h) + uint16(dist); m != want || dist >= uint32(maxProbe) {
 				return fmt.Errorf("shard %d slot %d: %q has metadata %#x, want %#x", si, i, n.path, m, want)
 			}
 			// Robin Hood order: the previous slot holds a node of
