@@ -185,3 +185,22 @@ func BenchmarkCreatePause(b *testing.B) {
 	b.ReportMetric(float64(longest.Microseconds()), "max-µs")
 	b.ReportMetric(float64(longest1M.Microseconds()), "max-1M-µs")
 }
+
+// BenchmarkGetData1M is GetData on a tree of 1 M znodes (scaleTree), in
+// an order unrelated to creation: the index and nodes are out of cache.
+func BenchmarkGetData1M(b *testing.B) {
+	const n = 1000000
+	tree := scaleTree(n)
+	paths := make([]string, n)
+	for i := range paths {
+		j := (i * 7919) % n // 7919 is prime to n: a permutation
+		paths[i] = fmt.Sprintf("/scale/p%d/n%d", j%10, j)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, ok := tree.GetData(paths[i%n]); !ok {
+			b.Fatal("missing")
+		}
+	}
+}

@@ -33,7 +33,7 @@ func TestCheckDetects(t *testing.T) {
 		{"ACL not shared", func(tr *Tree) { tr.nodes.get("/a").acl = &aclList{entries: open, refs: 1} }},
 		{"ACL left in the table", func(tr *Tree) { tr.acls["x"] = &aclList{entries: open} }},
 		{"no root", func(tr *Tree) { tr.nodes.delete("/") }},
-		{"node index tag", func(tr *Tree) { firstSlot(&tr.nodes).meta[0] ^= 0x100 }},
+		{"node index tag", func(tr *Tree) { g, l := firstSlot(&tr.nodes); g.tags[l] ^= 1 }},
 		{"node index shard count", func(tr *Tree) { tr.nodes.shards[0].count++ }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,33 +1,39 @@
 package znode
 
 import (
+	"encoding/binary"
 	"fmt"
 	"hash/maphash"
 	"iter"
 	"math"
+	"math/bits"
 )
 
 // nodeIndex maps every node's full path (n.path) to the node: the tree's
 // Tree.nodes. It replaces a map[string]*node, whose keys repeated the
-// string headers the nodes hold, and costs a slot of 10 bytes (a pointer
-// and 2 bytes of metadata) a node over the load factor, against the map's
-// 24-byte slots.
+// string headers the nodes hold: a slot here is 10 bytes (a pointer, a tag
+// byte and a dist byte) against the map's 24-byte slot and control byte
+// (about 15 heap bytes a znode at 1 M znodes against 56).
 //
 // Layout: indexShards shards, a node's shard chosen by the top bits of the
 // hash of its path. Each shard is an open-addressing table with Robin Hood
-// linear probing over slots grouped by groupSlots (a group holds its
-// slots' metadata next to their pointers, so a probe usually reads one or
-// two cache lines). A slot's metadata is 0 when empty, else tag<<8 |
+// linear probing over slots grouped by groupSlots: a group holds its
+// slots' tags and dists (two 8-byte arrays, tested eight at once by get)
+// next to their pointers. A slot's metadata is 0 when empty, else tag<<8 |
 // (dist+1), dist being the slot's distance from the home slot of its node
 // (wrapping at the end of the shard) and tag 8 more bits of the hash, so a
-// look-up reads a node (to compare its path) only when its home slot and
-// tag are those of the path sought.
+// look-up reads a node (to compare its path) only when the tag matches.
+//
+// Cost: the key lives in the node, so a hit loads the node and then its
+// path's bytes, one dependent load more than a map whose slot holds the
+// key's header (a few ns in cache, one more cache miss out of it).
 //
 // Invariants of every shard, after every call:
 //   - count is the number of occupied slots, and count*8 <= slots*7 (load
-//     factor at most 7/8, so a probe always meets an empty slot); a shard
-//     that grew is above 7/12 full right after (it grows by 3/2, when an
-//     insert would pass 7/8); deletions never shrink it.
+//     factor at most 7/8, so a probe always meets an empty slot). An insert
+//     that would pass 7/8 first grows the shard to 3/2 its groups (rounded
+//     up; 1 becomes 2), so a grown shard is about 7/12 full; deletions
+//     never shrink it.
 //   - Robin Hood order: the node in the slot s+1 has dist at most the dist
 //     of the node in s plus 1, and a node with dist d > 0 in slot s has, in
 //     every slot from its home to s-1, a node of dist >= its distance from
@@ -41,8 +47,10 @@ import (
 //     The order above holds again and no slot is a tombstone.
 //
 // Growth: an insert into a full shard rehashes that shard only, into
-// 3/2 the slots, so no write ever rehashes more than a 1/indexShards part
-// of the tree (about 6k nodes at 1 M znodes). Shards grow independently.
+// 3/2 the slots, so no write ever rehashes more than about a 1/indexShards
+// part of the tree (4970 nodes, 1 to 2 ms, when shards grow at about
+// 1.27 M znodes: BenchmarkNodeIndexGrowth). Shards grow independently, at
+// different inserts.
 //
 // Order: the hash is seeded per index (maphash), so the slot order, and so
 // the order of all, differs between trees and runs. Nothing observable may
@@ -67,16 +75,29 @@ const (
 	tagShift = 64 - indexShardBits - 8
 )
 
-// maxProbe bounds a slot's dist. dist+1 is kept in the metadata's low
-// byte, and a look-up compares up to maxProbe+1 with it: maxProbe <= 254.
-// A variable only so that a test can force the overflow path of place.
-var maxProbe uint16 = 128
+// maxProbe bounds a slot's dist. dist+1 is kept in a byte, and get
+// compares it with the probe's distance+1 for a group's lanes at once in
+// bytes that must stay below 0x80: maxProbe+groupSlots+1 < 0x80. A
+// variable only so that a test can force the overflow path of place.
+var maxProbe uint16 = 112
 
-// slotGroup is groupSlots slots: their metadata (0 empty, else tag<<8 |
-// (dist+1)) and nodes.
+// slotGroup is groupSlots slots: their metadata, kept as a byte array of
+// tags and one of dist+1 (0: empty) so that get tests the eight at once,
+// and their nodes.
 type slotGroup struct {
-	meta  [groupSlots]uint16
+	tags  [groupSlots]uint8
+	dists [groupSlots]uint8
 	nodes [groupSlots]*node
+}
+
+// meta returns lane l's metadata: 0 if empty, else tag<<8 | (dist+1).
+func (g *slotGroup) meta(l uint32) uint16 {
+	return uint16(g.tags[l%groupSlots])<<8 | uint16(g.dists[l%groupSlots])
+}
+
+// set sets lane l's metadata and node.
+func (g *slotGroup) set(l uint32, m uint16, n *node) {
+	g.tags[l%groupSlots], g.dists[l%groupSlots], g.nodes[l%groupSlots] = uint8(m>>8), uint8(m), n
 }
 
 // indexShard is one open-addressing table; its slots are its groups'
@@ -103,34 +124,69 @@ func home(h uint64, slots uint32) uint32 {
 func metaAt0(h uint64) uint16 { return uint16(uint8(h>>tagShift))<<8 | 1 }
 
 // get returns the node whose path is path, or nil.
+//
+// It tests a group's lanes from the probe's on at once (SWAR on the tag
+// and dist bytes as uint64s, lane j in byte j): the lanes whose tag is the
+// path's are candidates, and the first lane whose dist+1 is below the
+// probe's distance+1 there (empty, or a node nearer its home) ends the
+// probe; candidates before it are compared in order. A candidate of
+// another home (same tag) only costs a path comparison.
 func (x *nodeIndex) get(path string) *node {
 	if x.count == 0 {
 		return nil
 	}
 	h := x.hash(path)
 	s := x.shard(h)
-	slots := uint32(len(s.groups)) * groupSlots
-	if slots == 0 {
+	ngroups := uint32(len(s.groups))
+	if ngroups == 0 {
 		return nil
 	}
-	i := home(h, slots)
-	want := metaAt0(h)
+	i := home(h, ngroups*groupSlots)
+	gi, shift := i/groupSlots, (i%groupSlots)*8
+	tags := bytes8 * uint64(uint8(h>>tagShift))
+	// want holds, in byte j, the probe's distance+1 at lane j of the
+	// group, counted from the probe's first lane there (bytes < 0x80:
+	// maxProbe+groupSlots+1 < 0x80).
+	want := uint64(ramp8 + bytes8)
 	for {
-		g := &s.groups[i/groupSlots]
-		m := g.meta[i%groupSlots]
-		if m&0xff < want&0xff {
-			return nil // empty, or a node nearer its home: path absent
+		g := &s.groups[gi]
+		valid := ^uint64(0) >> shift // lanes from the probe's on
+		dists := binary.LittleEndian.Uint64(g.dists[:]) >> shift
+		// High bit of byte j set iff dists[j] < want[j] (no borrow
+		// crosses bytes: each byte of dists|high8 is >= 0x80 > want's).
+		stop := ^((dists | high8) - want) & high8 & valid
+		match := zeroBytes(binary.LittleEndian.Uint64(g.tags[:])>>shift^tags) & valid
+		if stop != 0 {
+			match &= stop&-stop - 1 // lanes before the first stop
 		}
-		if m == want {
-			if n := g.nodes[i%groupSlots]; n.path == path {
+		for ; match != 0; match &= match - 1 {
+			l := uint32(bits.TrailingZeros64(match))/8 + shift/8
+			if n := g.nodes[l%groupSlots]; n.path == path {
 				return n
 			}
 		}
-		want++
-		if i++; i == slots {
-			i = 0
+		if stop != 0 {
+			return nil
 		}
+		want += bytes8 * uint64(groupSlots-shift/8)
+		if gi++; gi == ngroups {
+			gi = 0
+		}
+		shift = 0
 	}
+}
+
+const (
+	bytes8 = 0x0101010101010101 // 1 in every byte
+	high8  = 0x8080808080808080 // the high bit of every byte
+	ramp8  = 0x0706050403020100 // j in byte j
+)
+
+// zeroBytes returns v with the high bit of each zero byte set, and no
+// other bit.
+func zeroBytes(v uint64) uint64 {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	return ^((v&low7 + low7) | v | low7)
 }
 
 // put indexes n under n.path, replacing the node indexed under that path
@@ -149,7 +205,7 @@ func (x *nodeIndex) put(n *node) {
 	want := metaAt0(h)
 	for {
 		g := &s.groups[i/groupSlots]
-		m := g.meta[i%groupSlots]
+		m := g.meta(i)
 		if m&0xff < want&0xff {
 			break
 		}
@@ -212,16 +268,17 @@ func (x *nodeIndex) place(s *indexShard, n *node, h uint64) *node {
 		}
 		g := &s.groups[i/groupSlots]
 		l := i % groupSlots
-		m := g.meta[l]
+		m := g.meta(l)
 		if m == 0 {
-			g.meta[l], g.nodes[l] = cur, n
+			g.set(l, cur, n)
 			return nil
 		}
 		if m&0xff < cur&0xff {
 			// Robin Hood: the richer node (nearer its home) gives
 			// up its slot and travels on.
-			g.meta[l], cur = cur, m
-			g.nodes[l], n = n, g.nodes[l]
+			next := g.nodes[l]
+			g.set(l, cur, n)
+			cur, n = m, next
 		}
 		cur++
 		if i++; i == slots {
@@ -239,7 +296,7 @@ retry:
 	for gi := range old {
 		g := &old[gi]
 		for l, n := range g.nodes {
-			if g.meta[l] != 0 && x.place(s, n, x.hash(n.path)) != nil {
+			if g.dists[l] != 0 && x.place(s, n, x.hash(n.path)) != nil {
 				groups *= 2
 				goto retry
 			}
@@ -262,7 +319,7 @@ func (x *nodeIndex) delete(path string) {
 	want := metaAt0(h)
 	for {
 		g := &s.groups[i/groupSlots]
-		m := g.meta[i%groupSlots]
+		m := g.meta(i)
 		if m&0xff < want&0xff {
 			return
 		}
@@ -284,12 +341,12 @@ func (x *nodeIndex) delete(path string) {
 			j = 0
 		}
 		gi, gj := &s.groups[i/groupSlots], &s.groups[j/groupSlots]
-		m := gj.meta[j%groupSlots]
+		m := gj.meta(j)
 		if m&0xff <= 1 {
-			gi.meta[i%groupSlots], gi.nodes[i%groupSlots] = 0, nil
+			gi.set(i, 0, nil)
 			return
 		}
-		gi.meta[i%groupSlots], gi.nodes[i%groupSlots] = m-1, gj.nodes[j%groupSlots]
+		gi.set(i, m-1, gj.nodes[j%groupSlots])
 		i = j
 	}
 }
@@ -304,7 +361,7 @@ func (x *nodeIndex) all() iter.Seq[*node] {
 			for gi := range s.groups {
 				g := &s.groups[gi]
 				for l, n := range g.nodes {
-					if g.meta[l] != 0 && !yield(n) {
+					if g.dists[l] != 0 && !yield(n) {
 						return
 					}
 				}
@@ -323,7 +380,7 @@ func (x *nodeIndex) verify() error {
 		count := 0
 		for i := range slots {
 			g := &s.groups[i/groupSlots]
-			m, n := g.meta[i%groupSlots], g.nodes[i%groupSlots]
+			m, n := g.meta(i), g.nodes[i%groupSlots]
 			if m == 0 {
 				if n != nil {
 					return fmt.Errorf("shard %d slot %d: empty slot holds %q", si, i, n.path)
@@ -346,7 +403,7 @@ func (x *nodeIndex) verify() error {
 			// dist >= this one's - 1 (a node of dist 0 may follow
 			// anything).
 			p := (i + slots - 1) % slots
-			if pm := s.groups[p/groupSlots].meta[p%groupSlots]; dist > 0 && (pm == 0 || int(pm&0xff-1) < int(dist)-1) {
+			if pm := s.groups[p/groupSlots].meta(p); dist > 0 && (pm == 0 || int(pm&0xff-1) < int(dist)-1) {
 				return fmt.Errorf("shard %d slot %d: %q at dist %d after slot metadata %#x", si, i, n.path, dist, pm)
 			}
 		}

@@ -10,17 +10,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// firstSlot returns a group of x whose lane 0 is occupied (tests corrupt
-// the index through it; a tree of a few nodes has one).
-func firstSlot(x *nodeIndex) *slotGroup {
+// firstSlot returns the group and lane of an occupied slot of x (tests
+// corrupt the index through it).
+func firstSlot(x *nodeIndex) (*slotGroup, int) {
 	for si := range x.shards {
 		for gi := range x.shards[si].groups {
-			if g := &x.shards[si].groups[gi]; g.meta[0] != 0 {
-				return g
+			g := &x.shards[si].groups[gi]
+			for l, d := range g.dists {
+				if d != 0 {
+					return g, l
+				}
 			}
 		}
 	}
-	panic("no group with lane 0 occupied")
+	panic("empty index")
 }
 
 // indexModel runs operations on a nodeIndex and a Go map side by side and
