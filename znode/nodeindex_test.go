@@ -269,23 +269,34 @@ func TestNodeIndexProbeOverflow(t *testing.T) {
 	m.check()
 }
 
-// FuzzNodeIndex runs the operations the input encodes (2 bytes each: an
-// operation and a key among 512) on an index and a Go map, and compares.
+// FuzzNodeIndex runs the operations the input encodes (3 bytes each: an
+// operation and a key among 1<<14) on an index and a Go map, and
+// compares. A bulk operation puts or deletes 512 keys from the key on, so
+// that shards hold runs of several groups.
 func FuzzNodeIndex(f *testing.F) {
-	f.Add([]byte{0, 1, 0, 2, 1, 1, 2, 1, 2, 2})
+	f.Add([]byte{0, 0, 1, 0, 0, 2, 1, 0, 1, 2, 0, 1})
+	f.Add([]byte{3, 0, 0, 4, 0, 128, 2, 1, 3, 0, 0, 0})
 	f.Add(binary.BigEndian.AppendUint64(nil, 0x0102030405060708))
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		m := newIndexModel(t)
-		for i := 0; i+1 < len(ops); i += 2 {
-			op, k := ops[i], ops[i+1]
-			p := fmt.Sprintf("/f/%d", int(op&1)<<8|int(k))
-			switch op >> 1 % 3 {
+		key := func(k int) string { return fmt.Sprintf("/f/%d", k%(1<<14)) }
+		for i := 0; i+2 < len(ops); i += 3 {
+			op, k := ops[i], int(binary.BigEndian.Uint16(ops[i+1:]))
+			switch op % 5 {
 			case 0:
-				m.put(p)
+				m.put(key(k))
 			case 1:
-				m.delete(p)
+				m.delete(key(k))
+			case 2:
+				m.get(key(k))
+			case 3:
+				for j := range 512 {
+					m.put(key(k + j))
+				}
 			default:
-				m.get(p)
+				for j := range 512 {
+					m.delete(key(k + j))
+				}
 			}
 		}
 		m.check()
