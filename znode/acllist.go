@@ -116,7 +116,7 @@ func (t *Tree) checkACLs(paths []string) string {
 	var last *aclList // the ACL of the nodes just before, run of them
 	run := 0
 	for _, p := range paths {
-		n := t.nodes[p]
+		n := t.nodes.get(p)
 		if n.acl == nil {
 			continue
 		}

@@ -24,7 +24,7 @@ func TestACLShared(t *testing.T) {
 	tree := mustNewTree(t)
 	c := newClient(t, tree)
 	c.auth = superAuth
-	acl := func(p string) *aclList { return tree.nodes[p].acl }
+	acl := func(p string) *aclList { return tree.nodes.get(p).acl }
 	mk := func(p string, a []jute.ACL) {
 		r, _ := c.apply(createW(jute.OpCreate, p, nil, a, 0, 0))
 		require.Zero(t, r.Err, "create %s", p)
@@ -61,18 +61,18 @@ func TestACLSharedRollback(t *testing.T) {
 	c.auth = superAuth
 	r, _ := c.apply(createW(jute.OpCreate, "/a", nil, aclX, 0, 0))
 	require.Zero(t, r.Err)
-	x := tree.nodes["/a"].acl
+	x := tree.nodes.get("/a").acl
 	builtin := len(tree.acls)
 	mkX := jute.MultiOp{Type: jute.OpCreate, Create: &jute.CreateRequest{Path: "/b", ACL: aclX}}
 	mkY := jute.MultiOp{Type: jute.OpCreate, Create: &jute.CreateRequest{Path: "/c", ACL: aclY}}
 	r, _ = c.apply(multiW(opDelete("/a", -1), mkX, mkY, opCheck("/a", -1)))
 	require.Equal(t, jute.ErrNoNode, r.Multi[3].Err)
-	require.Same(t, x, tree.nodes["/a"].acl)
+	require.Same(t, x, tree.nodes.get("/a").acl)
 	require.Equal(t, 1, x.refs)
 	require.Len(t, tree.acls, builtin)
 	r, _ = c.apply(createW(jute.OpCreate, "/b", nil, aclX, 0, 0))
 	require.Zero(t, r.Err)
-	require.Same(t, x, tree.nodes["/b"].acl, "the restored aclList is the table's")
+	require.Same(t, x, tree.nodes.get("/b").acl, "the restored aclList is the table's")
 }
 
 // A snapshot keeps ACLs as they were: the bytes written again are the
@@ -96,7 +96,7 @@ func TestACLSharedSnapshot(t *testing.T) {
 	var again bytes.Buffer
 	require.NoError(t, got.WriteSnapshot(&again))
 	require.Equal(t, buf.Bytes(), again.Bytes())
-	acl := func(p string) *aclList { return got.nodes[p].acl }
+	acl := func(p string) *aclList { return got.nodes.get(p).acl }
 	require.Same(t, acl("/a"), acl("/a/2"))
 	require.Same(t, acl("/a"), acl("/b/2"))
 	require.Same(t, acl("/a/1"), acl("/b"))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/zkraft/zkraft/jute"
 )
@@ -152,5 +153,54 @@ func BenchmarkApplySetData(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkCreatePause reports the longest single create (wall time, GC
+// included) while a tree grows from 0 to 1.2 M znodes (one run; b.N is
+// ignored): the pause an index growth can cost a write. max-1M is the
+// longest among the creates from 1 M znodes on.
+func BenchmarkCreatePause(b *testing.B) {
+	const n = 1200000
+	tree := New(Options{})
+	tree.Apply(TxnContext{Zxid: 1, Auth: local}, createW(jute.OpCreate, "/scale", nil, open, 0, 0))
+	for p := range 10 {
+		tree.Apply(TxnContext{Zxid: int64(2 + p), Auth: local}, createW(jute.OpCreate, fmt.Sprintf("/scale/p%d", p), nil, open, 0, 0))
+	}
+	w := createW(jute.OpCreate, "", make([]byte, 100), open, 0, 0)
+	var longest, longest1M time.Duration
+	for i := range n {
+		w.Create.Path = fmt.Sprintf("/scale/p%d/n%d", i%10, i)
+		start := time.Now()
+		r, _ := tree.Apply(TxnContext{Zxid: int64(20 + i), Auth: local}, w)
+		d := time.Since(start)
+		if r.Err != 0 {
+			b.Fatal(r.Err)
+		}
+		longest = max(longest, d)
+		if i >= 1000000 {
+			longest1M = max(longest1M, d)
+		}
+	}
+	b.ReportMetric(float64(longest.Microseconds()), "max-µs")
+	b.ReportMetric(float64(longest1M.Microseconds()), "max-1M-µs")
+}
+
+// BenchmarkGetData1M is GetData on a tree of 1 M znodes (scaleTree), in
+// an order unrelated to creation: the index and nodes are out of cache.
+func BenchmarkGetData1M(b *testing.B) {
+	const n = 1000000
+	tree := scaleTree(n)
+	paths := make([]string, n)
+	for i := range paths {
+		j := (i * 7919) % n // 7919 is prime to n: a permutation
+		paths[i] = fmt.Sprintf("/scale/p%d/n%d", j%10, j)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, _, ok := tree.GetData(paths[i%n]); !ok {
+			b.Fatal("missing")
+		}
 	}
 }

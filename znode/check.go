@@ -11,6 +11,7 @@ var ErrInvariant = errors.New("znode: invariant violated")
 
 // Check verifies the tree's invariants and returns the first violation
 // found (in path order), wrapping ErrInvariant:
+//   - the node index's invariants hold (nodeIndex.verify);
 //   - the root exists; every other node's parent exists and lists it;
 //     every listed child exists;
 //   - a parent's pzxid >= each child's czxid;
@@ -30,12 +31,15 @@ func (t *Tree) Check() error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvariant, fmt.Sprintf(format, args...))
 	}
-	if t.nodes[rootPath] == nil {
+	if err := t.nodes.verify(); err != nil {
+		return fmt.Errorf("%w: node index: %w", ErrInvariant, err)
+	}
+	if t.nodes.get(rootPath) == nil {
 		return fail("no root")
 	}
-	paths := make([]string, 0, len(t.nodes))
-	for p := range t.nodes {
-		paths = append(paths, p)
+	paths := make([]string, 0, t.nodes.len())
+	for n := range t.nodes.all() {
+		paths = append(paths, n.path)
 	}
 	slices.Sort(paths)
 	return t.checkPaths(paths)
@@ -46,19 +50,19 @@ func (t *Tree) checkPaths(paths []string) error {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s", ErrInvariant, fmt.Sprintf(format, args...))
 	}
-	if len(paths) != len(t.nodes) {
-		return fail("%d paths given for %d nodes", len(paths), len(t.nodes))
+	if len(paths) != t.nodes.len() {
+		return fail("%d paths given for %d nodes", len(paths), t.nodes.len())
 	}
 	var size int64
 	ephemerals, containers, ttls := 0, 0, 0
 	for _, p := range paths {
-		n := t.nodes[p]
-		if n.path != p {
-			return fail("node at %q has path %q", p, n.path)
+		n := t.nodes.get(p)
+		if n == nil {
+			return fail("no node at %q", p)
 		}
 		size += int64(len(n.path) + len(n.data))
 		if p != rootPath {
-			parent := t.nodes[parentOf(p, lastSlash(p))]
+			parent := t.nodes.get(parentOf(p, lastSlash(p)))
 			if parent == nil {
 				return fail("%q has no parent", p)
 			}
@@ -72,7 +76,7 @@ func (t *Tree) checkPaths(paths []string) error {
 		made := int32(0)
 		for c := range n.children {
 			cp := childPath(p, c)
-			if t.nodes[cp] == nil {
+			if t.nodes.get(cp) == nil {
 				return fail("%q lists missing child %q", p, c)
 			}
 			if !isSpecialPath(cp) {

@@ -15,24 +15,26 @@ func TestCheckDetects(t *testing.T) {
 		name   string
 		mutate func(tr *Tree)
 	}{
-		{"child count", func(tr *Tree) { tr.nodes["/a"].children["ghost"] = struct{}{} }},
-		{"parent does not list", func(tr *Tree) { delete(tr.nodes["/a"].children, "b") }},
-		{"pzxid", func(tr *Tree) { tr.nodes["/a"].pzxid = 0 }},
-		{"creation counter", func(tr *Tree) { tr.nodes["/a"].creates = 0 }},
+		{"child count", func(tr *Tree) { tr.nodes.get("/a").children["ghost"] = struct{}{} }},
+		{"parent does not list", func(tr *Tree) { delete(tr.nodes.get("/a").children, "b") }},
+		{"pzxid", func(tr *Tree) { tr.nodes.get("/a").pzxid = 0 }},
+		{"creation counter", func(tr *Tree) { tr.nodes.get("/a").creates = 0 }},
 		{"ephemeral index", func(tr *Tree) { delete(tr.ephemerals, 5) }},
 		{"stale ephemeral index", func(tr *Tree) { tr.ephemerals[6] = map[string]struct{}{"/x": {}} }},
 		{"ephemeral with children", func(tr *Tree) {
-			tr.nodes["/a/e"].children = map[string]struct{}{"k": {}}
-			tr.nodes["/a/e/k"] = &node{path: "/a/e/k"}
-			tr.nodes["/a/e"].creates = 1
+			tr.nodes.get("/a/e").children = map[string]struct{}{"k": {}}
+			tr.nodes.put(&node{path: "/a/e/k"})
+			tr.nodes.get("/a/e").creates = 1
 		}},
 		{"container index", func(tr *Tree) { delete(tr.containers, "/c") }},
 		{"data size", func(tr *Tree) { tr.dataSize++ }},
-		{"owner on persistent", func(tr *Tree) { tr.nodes["/a"].ext = 3 }},
+		{"owner on persistent", func(tr *Tree) { tr.nodes.get("/a").ext = 3 }},
 		{"ACL count", func(tr *Tree) { tr.open.refs++ }},
-		{"ACL not shared", func(tr *Tree) { tr.nodes["/a"].acl = &aclList{entries: open, refs: 1} }},
+		{"ACL not shared", func(tr *Tree) { tr.nodes.get("/a").acl = &aclList{entries: open, refs: 1} }},
 		{"ACL left in the table", func(tr *Tree) { tr.acls["x"] = &aclList{entries: open} }},
-		{"no root", func(tr *Tree) { delete(tr.nodes, "/") }},
+		{"no root", func(tr *Tree) { tr.nodes.delete("/") }},
+		{"node index tag", func(tr *Tree) { g, l := firstSlot(&tr.nodes); g.tags[l] ^= 1 }},
+		{"node index shard count", func(tr *Tree) { tr.nodes.shards[0].count++ }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tree := New(Options{})

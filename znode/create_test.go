@@ -171,7 +171,7 @@ func TestSequentialCounterWraps(t *testing.T) {
 	tree := mustNewTree(t)
 	c := newClient(t, tree)
 	c.mustCreate("/t")
-	tree.nodes["/t"].creates = 2147483647
+	tree.nodes.get("/t").creates = 2147483647
 	r := c.create("/t/a-", jute.FlagPersistentSequential, 0)
 	require.Equal(t, "/t/a-2147483647", r.Path)
 	r = c.create("/t/a-", jute.FlagPersistentSequential, 0)
@@ -255,17 +255,17 @@ func TestContainerAndFlagFour(t *testing.T) {
 	r, _ := c.apply(createW(jute.OpCreateContainer, "/c", nil, open, 0, 0))
 	require.Zero(t, r.Err)
 	require.Zero(t, r.Stat.EphemeralOwner, "containers report owner 0")
-	require.Equal(t, kindContainer, tree.nodes["/c"].kind)
+	require.Equal(t, kindContainer, tree.nodes.get("/c").kind)
 	// Flag 4 on opcode 1 gives a persistent node.
 	r, _ = c.apply(createW(jute.OpCreate, "/p", nil, open, jute.FlagContainer, 0))
 	require.Zero(t, r.Err)
-	require.Equal(t, kindPersistent, tree.nodes["/p"].kind)
+	require.Equal(t, kindPersistent, tree.nodes.get("/p").kind)
 	// TTL nodes report owner 0 too.
 	r, _ = c.apply(createW(jute.OpCreateTTL, "/ttl-", nil, open, jute.FlagPersistentSequentialWithTTL, 1000))
 	require.Zero(t, r.Err)
 	require.Equal(t, "/ttl-0000000002", r.Path)
 	require.Zero(t, r.Stat.EphemeralOwner)
-	require.Equal(t, kindTTL, tree.nodes[r.Path].kind)
+	require.Equal(t, kindTTL, tree.nodes.get(r.Path).kind)
 	// Containers and TTL nodes may have children.
 	c.mustCreate("/c/x")
 	c.mustCreate(r.Path + "/x")

@@ -18,7 +18,8 @@
 //     reads a clock or a random source; zxid and time come from the
 //     TxnContext the proposer stamped into the replicated entry. Every
 //     observable order (ephemeral deletion, snapshots, digests, expiry
-//     candidates, children lists) is sorted, never map order.
+//     candidates, children lists) is sorted, never map order nor the node
+//     index's slot order (nodeindex.go: seeded per tree).
 //   - A failed write changes nothing. A multi is applied op by op against the
 //     state produced by the earlier ops and rolled back entirely (sequence
 //     counters included) through an undo log on the first failure.

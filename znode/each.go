@@ -10,7 +10,7 @@ import "github.com/zkraft/zkraft/jute"
 func (t *Tree) EachEphemeral(f func(path string, st jute.Stat) bool) {
 	for _, paths := range t.ephemerals {
 		for p := range paths {
-			n := t.nodes[p]
+			n := t.nodes.get(p)
 			if n == nil {
 				continue // the index lists exactly the ephemerals (Check); never here
 			}
@@ -41,8 +41,8 @@ func (t *Tree) EachChild(path string, f func(name string)) bool {
 // false, in no particular order (the backup command's "may the caller read
 // every node" check). f must not modify the tree or the ACL.
 func (t *Tree) EachNode(f func(path string, acl []jute.ACL) bool) {
-	for p, n := range t.nodes {
-		if !f(p, n.acl.list()) {
+	for n := range t.nodes.all() {
+		if !f(n.path, n.acl.list()) {
 			return
 		}
 	}

@@ -13,12 +13,12 @@ import (
 // Apply checks the condition again.
 func (t *Tree) ExpiryCandidates(now int64) (containers []string, ttls []string) {
 	for p := range t.containers {
-		if n := t.nodes[p]; n != nil && expired(n, now) {
+		if n := t.nodes.get(p); n != nil && expired(n, now) {
 			containers = append(containers, p)
 		}
 	}
 	for p := range t.ttls {
-		if n := t.nodes[p]; n != nil && expired(n, now) {
+		if n := t.nodes.get(p); n != nil && expired(n, now) {
 			ttls = append(ttls, p)
 		}
 	}

@@ -102,8 +102,8 @@ func (t *Tree) Freeze() *Frozen {
 	t.pruneFreezes()
 	st := &freezeState{saved: make(map[*node]*meta)}
 	t.freezes = append(t.freezes, st)
-	f := &Frozen{st: st, nodes: make([]*node, 0, len(t.nodes))}
-	for _, n := range t.nodes {
+	f := &Frozen{st: st, nodes: make([]*node, 0, t.nodes.len())}
+	for n := range t.nodes.all() {
 		f.nodes = append(f.nodes, n)
 	}
 	runtime.AddCleanup(f, (*freezeState).release, st)

@@ -64,8 +64,8 @@ func TestFrozenSnapshotSize(t *testing.T) {
 // deepFreeze is what Freeze did before it was copy-on-write: a copy of
 // every node's path and meta.
 func deepFreeze(tree *Tree) []*node {
-	nodes := make([]*node, 0, len(tree.nodes))
-	for _, n := range tree.nodes {
+	nodes := make([]*node, 0, tree.nodes.len())
+	for n := range tree.nodes.all() {
 		nodes = append(nodes, &node{path: n.path, meta: n.meta})
 	}
 	return nodes

@@ -31,7 +31,7 @@ func TestGuaranteeSequenceCounterPerParent(t *testing.T) {
 func TestGuaranteeSequenceCounterOverflow(t *testing.T) {
 	c := newClient(t, mustNewTree(t))
 	c.mustCreate("/p")
-	c.tree.nodes["/p"].creates = 2147483647
+	c.tree.nodes.get("/p").creates = 2147483647
 	c.create("/p/n", jute.FlagPersistentSequential, 0)
 	require.Equal(t, "/p/n-2147483648", c.create("/p/n", jute.FlagPersistentSequential, 0).Path)
 }

@@ -50,8 +50,10 @@ func builtScaleTree(tb testing.TB, n int) *Tree {
 // 350.3 bytes with a 24-byte ACL slice, a 24-byte data slice and apart
 // owner and ttl fields in a 144-byte node; 334.3 with an ACL pointer and
 // owner and ttl in one field (a 120-byte node, the 128 class); 318.3 with
-// the data a string (a 112-byte node). -race adds under 1 byte.
-const heapBytesPerZnode = 325.0
+// the data a string (a 112-byte node); 297.3 (299.1 read from a
+// snapshot) with the nodes indexed by a nodeIndex instead of a
+// map[string]*node (nodeindex.go). -race adds under 1 byte.
+const heapBytesPerZnode = 305.0
 
 // A tree of 100k znodes of 100 bytes costs at most heapBytesPerZnode bytes
 // of heap a znode, whether made by creates or read from a snapshot.

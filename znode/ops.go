@@ -57,7 +57,7 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 	if ValidatePath(path) != nil {
 		return "", jute.Stat{}, ev, jute.ErrBadArguments
 	}
-	if t.nodes[path] != nil {
+	if t.nodes.get(path) != nil {
 		return "", jute.Stat{}, ev, jute.ErrNodeExists
 	}
 	if parent.kind == kindEphemeral {
@@ -103,7 +103,7 @@ func (t *Tree) delete(ctx *TxnContext, path string, version int32, ev []Event) (
 	if !CheckACL(parent.acl.list(), jute.PermDelete, ctx.Auth) {
 		return ev, jute.ErrNoAuth
 	}
-	n := t.nodes[path]
+	n := t.nodes.get(path)
 	if n == nil {
 		return ev, jute.ErrNoNode
 	}
@@ -135,7 +135,7 @@ func (t *Tree) setDataOp(ctx *TxnContext, path string, data []byte, version int3
 	if ValidatePath(path) != nil {
 		return jute.Stat{}, ev, jute.ErrBadArguments
 	}
-	n := t.nodes[path]
+	n := t.nodes.get(path)
 	if n == nil {
 		return jute.Stat{}, ev, jute.ErrNoNode
 	}
@@ -166,7 +166,7 @@ func (t *Tree) setACL(ctx *TxnContext, path string, acl []jute.ACL, version int3
 	if !ok {
 		return jute.Stat{}, jute.ErrInvalidACL
 	}
-	n := t.nodes[path]
+	n := t.nodes.get(path)
 	if n == nil {
 		return jute.Stat{}, jute.ErrNoNode
 	}
@@ -190,7 +190,7 @@ func (t *Tree) check(ctx *TxnContext, path string, version int32) int32 {
 	if ValidatePath(path) != nil {
 		return jute.ErrBadArguments
 	}
-	n := t.nodes[path]
+	n := t.nodes.get(path)
 	if n == nil {
 		return jute.ErrNoNode
 	}
@@ -212,7 +212,7 @@ func (t *Tree) deleteExpired(ctx *TxnContext, op int32, path string, ev []Event)
 	if i < 0 || hasNUL(path) || isSpecialPath(path) {
 		return ev, jute.ErrBadArguments
 	}
-	n := t.nodes[path]
+	n := t.nodes.get(path)
 	if n == nil {
 		return ev, jute.ErrNoNode
 	}
@@ -238,7 +238,7 @@ func (t *Tree) DeleteEphemerals(ctx TxnContext, session int64) []Event {
 	paths := t.Ephemerals(session, "")
 	var ev []Event
 	for _, p := range paths {
-		n := t.nodes[p]
+		n := t.nodes.get(p)
 		ev = t.removeNode(&ctx, n, t.lookup(parentOf(p, lastSlash(p))), ev)
 	}
 	if checkEveryWrite {
@@ -264,7 +264,7 @@ func (t *Tree) DeleteEphemeralsKeeping(ctx TxnContext, session int64, keep func(
 		}
 	}
 	for _, p := range remove {
-		ev = t.removeNode(&ctx, t.nodes[p], t.lookup(parentOf(p, lastSlash(p))), ev)
+		ev = t.removeNode(&ctx, t.nodes.get(p), t.lookup(parentOf(p, lastSlash(p))), ev)
 	}
 	if checkEveryWrite {
 		t.mustCheck()

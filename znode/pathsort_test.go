@@ -203,7 +203,7 @@ func TestSnapshotBytesAsComparisonOrder(t *testing.T) {
 				if parent == "/" {
 					p = p[1:]
 				}
-				if _, ok := tree.nodes[p]; ok || strings.HasPrefix(p, "/zookeeper") {
+				if tree.nodes.get(p) != nil || strings.HasPrefix(p, "/zookeeper") {
 					continue
 				}
 				c.mk(p, []byte(p), 0)

@@ -148,7 +148,7 @@ func (t *Tree) quotaRemoved(n *node) {
 // of kept quota paths below p.
 func (t *Tree) recount(p string) usage {
 	var u usage
-	n := t.nodes[p]
+	n := t.nodes.get(p)
 	if n == nil {
 		return u
 	}
@@ -161,7 +161,7 @@ func (t *Tree) recount(p string) usage {
 		for c := range n.children { // order does not matter: sums only
 			cp := childPath(n.path, c)
 			if t.quotas[cp] == nil {
-				stack = append(stack, t.nodes[cp])
+				stack = append(stack, t.nodes.get(cp))
 			}
 		}
 	}
@@ -185,7 +185,7 @@ func (t *Tree) flushQuotas() {
 	slices.Sort(t.quotaDirty)
 	for _, p := range slices.Compact(t.quotaDirty) {
 		u := t.quotas[p]
-		s := t.nodes[statsPathOf(p)]
+		s := t.nodes.get(statsPathOf(p))
 		if u == nil || s == nil {
 			continue
 		}
@@ -220,7 +220,7 @@ func (t *Tree) checkQuotas(paths []string) string {
 	for _, p := range paths {
 		if q := longestQuotaPrefix(want, p); q != "" {
 			want[q].count++
-			want[q].bytes += int64(len(t.nodes[p].data))
+			want[q].bytes += int64(len(t.nodes.get(p).data))
 		}
 	}
 	if len(t.quotaDirty) != 0 {
@@ -240,7 +240,7 @@ func (t *Tree) checkQuotas(paths []string) string {
 			return "quota " + strconv.Quote(q) + " charged " + string(got.render()) +
 				", recount " + string(want[q].render())
 		}
-		if s := t.nodes[statsPathOf(q)]; s != nil && s.data != string(got.render()) {
+		if s := t.nodes.get(statsPathOf(q)); s != nil && s.data != string(got.render()) {
 			return "stats of quota " + strconv.Quote(q) + " hold " + strconv.Quote(s.data) +
 				", recount " + string(got.render())
 		}

@@ -360,7 +360,7 @@ func TestQuotaSnapshotStaleStatsRefreshed(t *testing.T) {
 	c := newClient(t, tree)
 	c.mk("/q", []byte("abc"), 0)
 	c.setQuota("/q", 5)
-	s := tree.nodes[statsPathOf("/q")]
+	s := tree.nodes.get(statsPathOf("/q"))
 	tree.setData(s, []byte("count=0,bytes=0"))
 	var buf bytes.Buffer
 	require.NoError(t, tree.WriteSnapshot(&buf))
@@ -380,7 +380,7 @@ func TestQuotaCheckDetectsDrift(t *testing.T) {
 	c.setQuota("/q", 5)
 	require.NoError(t, tree.Check())
 
-	s := tree.nodes[statsPathOf("/q")]
+	s := tree.nodes.get(statsPathOf("/q"))
 	old := s.dataBytes()
 	tree.setData(s, []byte("count=7,bytes=3"))
 	require.ErrorIs(t, tree.Check(), ErrInvariant)

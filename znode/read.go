@@ -64,7 +64,7 @@ func (t *Tree) CountDescendants(path string) (int32, bool) {
 		return 0, false
 	}
 	if n.path == rootPath {
-		return int32(len(t.nodes) - 1), true
+		return int32(t.nodes.len() - 1), true
 	}
 	var count int32
 	stack := []*node{n}
@@ -73,7 +73,7 @@ func (t *Tree) CountDescendants(path string) (int32, bool) {
 		stack = stack[:len(stack)-1]
 		for c := range cur.children {
 			count++
-			if child := t.nodes[childPath(cur.path, c)]; child != nil && len(child.children) > 0 {
+			if child := t.nodes.get(childPath(cur.path, c)); child != nil && len(child.children) > 0 {
 				stack = append(stack, child)
 			}
 		}
@@ -119,7 +119,7 @@ func (t *Tree) EphemeralOwners() []int64 {
 
 // NodeCount returns the number of nodes, built-ins included (4 on a fresh
 // tree; ZooKeeper's srvr shows one more because it holds the root twice).
-func (t *Tree) NodeCount() int { return len(t.nodes) }
+func (t *Tree) NodeCount() int { return t.nodes.len() }
 
 // ApproximateDataSize returns the sum over nodes of len(path) + len(data),
 // as DataTree.approximateDataSize.

@@ -38,8 +38,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // WriteSnapshot writes the whole tree to w. Equal trees give equal bytes.
 func (t *Tree) WriteSnapshot(w io.Writer) error {
-	nodes := make([]*node, 0, len(t.nodes))
-	for _, n := range t.nodes {
+	nodes := make([]*node, 0, t.nodes.len())
+	for n := range t.nodes.all() {
 		nodes = append(nodes, n)
 	}
 	return writeSnapshot(w, nodes, nil)
@@ -285,7 +285,7 @@ func readSnapshot(s *snapReader, opts Options, left int) (*Tree, error) {
 	t := newEmpty(opts)
 	if left >= 0 && s.err == nil {
 		hint := min(count, uint64(left)/minEncodedNode)
-		t.nodes = make(map[string]*node, hint)
+		t.nodes.reserve(int(hint))
 		s.paths = make([]string, 0, hint)
 	}
 	for i := uint64(0); i < count && s.err == nil; i++ {
@@ -303,7 +303,7 @@ func readSnapshot(s *snapReader, opts Options, left int) (*Tree, error) {
 	if got := s.u32(); s.err == nil && got != sum {
 		s.corrupt("checksum %08x, computed %08x", got, sum)
 	}
-	if s.err == nil && t.nodes[rootPath] == nil {
+	if s.err == nil && t.nodes.get(rootPath) == nil {
 		s.corrupt("no root")
 	}
 	if s.err != nil {
@@ -374,14 +374,14 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 		s.corrupt("node %q: kind %d with owner %#x", n.path, k, owner)
 	case (n.kind == kindTTL) != (ttl != 0), ttl < 0 || ttl > maxTTL:
 		s.corrupt("node %q: kind %d with ttl %d", n.path, k, ttl)
-	case !s.inOrder(n.path, i) && t.nodes[n.path] != nil:
+	case !s.inOrder(n.path, i) && t.nodes.get(n.path) != nil:
 		s.corrupt("node %q twice", n.path)
 	case i == 0 && n.path != rootPath:
 		s.corrupt("first node %q is not the root", n.path)
 	}
 	if s.err != nil || i == 0 {
 		if s.err == nil { // the root
-			t.nodes[rootPath] = n
+			t.nodes.put(n)
 			n.acl = t.acquire(n.acl)
 			t.dataSize += int64(len(n.path) + len(n.data))
 			if n.kind != kindPersistent {
@@ -398,7 +398,7 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 	if pp := parentOf(n.path, lastSlash(n.path)); s.lastParent != nil && s.lastParent.path == pp {
 		parent = s.lastParent
 	} else {
-		parent = t.nodes[pp]
+		parent = t.nodes.get(pp)
 	}
 	if parent == nil {
 		s.corrupt("node %q before its parent", n.path)

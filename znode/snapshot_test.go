@@ -27,7 +27,7 @@ func randomWorkload(t testing.TB, tree *Tree, seed int64, n int) []Result {
 	}
 	var out []Result
 	zxid, now := int64(1), int64(1_000_000)
-	for _, n := range tree.nodes { // continue after the tree's zxids and times
+	for n := range tree.nodes.all() { // continue after the tree's zxids and times
 		zxid = max(zxid, n.czxid, n.mzxid, n.pzxid)
 		now = max(now, n.mtime)
 	}
@@ -130,8 +130,9 @@ func requireSameTree(t *testing.T, want, got *Tree) {
 	require.Equal(t, want.NodeCount(), got.NodeCount())
 	require.Equal(t, want.ApproximateDataSize(), got.ApproximateDataSize())
 	require.Equal(t, want.EphemeralOwners(), got.EphemeralOwners())
-	for p, n := range want.nodes {
-		g := got.nodes[p]
+	for n := range want.nodes.all() {
+		p := n.path
+		g := got.nodes.get(p)
 		require.NotNil(t, g, p)
 		require.Equal(t, n.meta, g.meta, p)
 		require.Equal(t, n.children, g.children, p)
@@ -315,7 +316,7 @@ func TestReadSnapshotAllocations(t *testing.T) {
 				require.NoError(t, err)
 			})
 			require.LessOrEqual(t, allocs/nodes, readSnapshotAllocsPerNode, "%.0f allocations for %d nodes", allocs, nodes)
-			a, b := got.nodes["/p/n1"].acl.list(), got.nodes["/p/n2"].acl.list()
+			a, b := got.nodes.get("/p/n1").acl.list(), got.nodes.get("/p/n2").acl.list()
 			require.Equal(t, tt.acl, a)
 			require.Same(t, unsafe.StringData(a[0].ID.ID), unsafe.StringData(b[0].ID.ID), "ACL ids interned")
 		})

@@ -29,8 +29,9 @@ type Options struct {
 // concurrency rules and invariants.
 type Tree struct {
 	opts Options
-	// nodes maps every full path to its node ("/" for the root).
-	nodes map[string]*node
+	// nodes indexes every node by its full path ("/" for the root)
+	// (nodeindex.go).
+	nodes nodeIndex
 	// ephemerals indexes kindEphemeral nodes by owning session.
 	ephemerals map[int64]map[string]struct{}
 	containers map[string]struct{} // paths of kindContainer nodes
@@ -69,7 +70,7 @@ type Tree struct {
 func New(opts Options) *Tree {
 	t := newEmpty(opts)
 	root := &node{path: rootPath, meta: meta{hasData: true, acl: t.acquire(t.open)}}
-	t.nodes[rootPath] = root
+	t.nodes.put(root)
 	t.dataSize += int64(len(rootPath))
 	for _, n := range []*node{
 		{path: procPath, meta: meta{hasData: true, acl: t.open}},
@@ -77,7 +78,7 @@ func New(opts Options) *Tree {
 		{path: configPath, meta: meta{hasData: true, aversion: -1,
 			acl: t.findACL([]jute.ACL{{Perms: jute.PermRead, ID: jute.Id{Scheme: schemeWorld, ID: idAnyone}}})}},
 	} {
-		t.insert(n, t.nodes[parentOf(n.path, lastSlash(n.path))])
+		t.insert(n, t.nodes.get(parentOf(n.path, lastSlash(n.path))))
 	}
 	return t
 }
@@ -85,7 +86,6 @@ func New(opts Options) *Tree {
 func newEmpty(opts Options) *Tree {
 	return &Tree{
 		opts:       opts,
-		nodes:      make(map[string]*node),
 		ephemerals: make(map[int64]map[string]struct{}),
 		containers: make(map[string]struct{}),
 		ttls:       make(map[string]struct{}),
@@ -101,14 +101,14 @@ func (t *Tree) lookup(path string) *node {
 	if path == "" {
 		path = rootPath
 	}
-	return t.nodes[path]
+	return t.nodes.get(path)
 }
 
 // insert links n under parent and into the indexes (quotas included). It
 // does not touch the parent's meta (the caller does, after saving it), nor
 // stats nodes (the write's flushQuotas does).
 func (t *Tree) insert(n, parent *node) {
-	t.nodes[n.path] = n
+	t.nodes.put(n)
 	// A node gets another aclList only if the table is off (see acquire):
 	// never in fact, so a frozen node reinserted by a rollback is not
 	// written here.
@@ -141,7 +141,7 @@ func (t *Tree) insert(n, parent *node) {
 
 // remove unlinks the childless node n from parent and the indexes.
 func (t *Tree) remove(n, parent *node) {
-	delete(t.nodes, n.path)
+	t.nodes.delete(n.path)
 	t.release(n.acl)
 	delete(parent.children, n.name())
 	if len(parent.children) == 0 {

@@ -87,7 +87,7 @@ func TestSetData(t *testing.T) {
 	require.Equal(t, jute.ErrNoAuth, c.setData("/zookeeper/config", []byte("x"), -1).Err)
 
 	// Version wraps as a Java int.
-	tree.nodes["/a"].version = math.MaxInt32
+	tree.nodes.get("/a").version = math.MaxInt32
 	c.auth = []jute.Id{{Scheme: "super"}}
 	r = c.setData("/a", nil, math.MaxInt32)
 	require.Zero(t, r.Err)
