@@ -3,6 +3,7 @@ package gctune
 import (
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -67,11 +68,12 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// gcPercent reads the GC percent in force without changing it.
+// gcPercent reads the GC percent in force without setting it (setting it
+// here could undo the Tuner's own write).
 func gcPercent() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
 }
 
 // An override in the environment (or the config option) leaves the GC
