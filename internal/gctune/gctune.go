@@ -46,7 +46,10 @@ import (
 // Fraction means fewer collections (less GC CPU, more throughput under
 // writes) and a higher RSS (live × (1+Fraction) at the peak of a cycle);
 // Floor keeps small trees from collecting every few MB, at a fixed cost of
-// at most Floor bytes of RSS.
+// at most Floor bytes of RSS. Measured at 1 M znodes (README, Scale): 1/2
+// cut RSS after the load by about 17% and the peak under writes with
+// snapshots from about 1050 MB to 676 MB, for about +37% CPU per setData;
+// 3/4 cut them by about 8% and to 680–760 MB, for about +13%.
 const (
 	// Floor is the least headroom above the live heap: 64 MiB.
 	Floor = 64 << 20
