@@ -23,6 +23,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/zkraft/zkraft/internal/gctune"
 	"github.com/zkraft/zkraft/internal/lockcmd"
 	"github.com/zkraft/zkraft/internal/zkimport"
 	"github.com/zkraft/zkraft/server"
@@ -108,8 +109,15 @@ func serve(args []string) int {
 	if cfg.PeerTypeWarning != "" {
 		log.Warn().Str("peerType", cfg.PeerType).Msg(cfg.PeerTypeWarning)
 	}
+	// The GC policy is the process's, not a Server's (several Servers share
+	// one process in tests): serve owns its goroutine and stops it on return.
+	gc := gctune.Start(log, gctune.Options{Disabled: cfg.GCRuntime})
+	defer gc.Stop()
 	srv := server.New(cfg, log)
-	if err := srv.Start(); err != nil {
+	endRestore := gc.Restoring() // Start restores the snapshot and replays the log
+	err = srv.Start()
+	endRestore()
+	if err != nil {
 		log.Error().Err(err).Msg("server failed to start")
 		return 1
 	}

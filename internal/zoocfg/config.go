@@ -2,7 +2,7 @@
 // zkraft member: ZooKeeper's own keys (and the "zookeeper." system property
 // spelling of many), the server.N membership lines, the TLS keys, and
 // zkraft's few additions (zkraft.join, zkraft.electionTickMs, zkraft.pprof,
-// zkraft.lockDelayMs and zkraft.lockDelayPaths).
+// zkraft.gcPolicy, zkraft.lockDelayMs and zkraft.lockDelayPaths).
 //
 // Invariants:
 //   - Load starts from Default and applies the file's lines in order; a later
@@ -98,6 +98,10 @@ type Config struct {
 	// Pprof serves Go's net/http/pprof profiles under /debug/pprof/ on the
 	// AdminServer (zkraft.pprof, zkraft's own key; off by default).
 	Pprof bool
+	// GCRuntime leaves the Go garbage collector's pacing to the runtime
+	// (zkraft.gcPolicy=runtime) instead of zkraft serve's headroom policy
+	// (internal/gctune, zkraft.gcPolicy=headroom, the default).
+	GCRuntime bool
 	// AdminSnapshotEnabled allows the AdminServer's snapshot command
 	// (admin.snapshot.enabled, default true as in ZooKeeper 3.9).
 	AdminSnapshotEnabled bool
@@ -382,6 +386,15 @@ func (c *Config) set(key, value string, log zerolog.Logger) error {
 			return fmt.Errorf("must be true or false, got %q", value)
 		}
 		c.Pprof = b
+	case "zkraft.gcPolicy":
+		switch value {
+		case "headroom":
+			c.GCRuntime = false
+		case "runtime":
+			c.GCRuntime = true
+		default:
+			return fmt.Errorf("must be headroom or runtime, got %q", value)
+		}
 	case "zkraft.electionTickMs":
 		n, err := atoi()
 		if err != nil || n <= 0 {

@@ -70,6 +70,16 @@ func TestLoadConfig(t *testing.T) {
 		}},
 		{name: "lock-delay path must be a znode path", file: "zkraft.lockDelayPaths=locks/\n", wantErr: true},
 		{name: "lock-delay must be a duration", file: "zkraft.lockDelayMs=-1\n", wantErr: true},
+		{name: "gc policy: headroom by default", file: "", check: func(t *testing.T, c Config) {
+			require.False(t, c.GCRuntime)
+		}},
+		{name: "gc policy: runtime", file: "zkraft.gcPolicy=runtime\n", check: func(t *testing.T, c Config) {
+			require.True(t, c.GCRuntime)
+		}},
+		{name: "gc policy: headroom", file: "zkraft.gcPolicy=runtime\nzkraft.gcPolicy=headroom\n", check: func(t *testing.T, c Config) {
+			require.False(t, c.GCRuntime)
+		}},
+		{name: "gc policy: unknown", file: "zkraft.gcPolicy=off\n", wantErr: true},
 		{name: "bad tickTime", file: "tickTime=abc\n", wantErr: true},
 		{name: "bad port", file: "clientPort=70000\n", wantErr: true},
 		{name: "not key=value", file: "clientPort\n", wantErr: true},
