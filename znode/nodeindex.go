@@ -287,6 +287,11 @@ func (x *nodeIndex) place(s *indexShard, n *node, h uint64) *node {
 	}
 }
 
+// maxShardSlots bounds a shard's table for count nodes: far beyond what
+// the load factor needs (7/8) and beyond what random hashes ever need to
+// keep every dist below maxProbe.
+func maxShardSlots(count int) int { return max(1<<16, 256*count) }
+
 // resize rehashes s into groups groups (more if a node would reach
 // maxProbe).
 func (x *nodeIndex) resize(s *indexShard, groups int) {
@@ -298,6 +303,14 @@ retry:
 		for l, n := range g.nodes {
 			if g.dists[l] != 0 && x.place(s, n, x.hash(n.path)) != nil {
 				groups *= 2
+				if groups*groupSlots > maxShardSlots(s.count) {
+					// Only more than maxProbe nodes whose hashes agree in
+					// the shard and home bits (a collision of about 40
+					// bits under a secret random seed) get here: stop
+					// with a clear message rather than double until the
+					// process runs out of memory.
+					panic(fmt.Sprintf("znode: node index: %d nodes of a shard still collide at %d slots", s.count, groups*groupSlots))
+				}
 				goto retry
 			}
 		}

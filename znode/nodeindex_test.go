@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -339,4 +340,28 @@ func BenchmarkNodeIndexGrowth(b *testing.B) {
 	b.ReportMetric(float64(longestGrowth.Microseconds()), "max-growth-µs")
 	b.ReportMetric(float64(largest), "rehashed-nodes")
 	b.ReportMetric(float64(longest.Microseconds()), "max-put-µs")
+}
+
+// A shard whose nodes keep colliding beyond maxProbe however far it grows
+// (forced here with maxProbe 1 and 2000 nodes in one shard, which would
+// need millions of slots) stops growing at maxShardSlots with a panic that
+// says so, instead of doubling until memory runs out.
+func TestNodeIndexCollisionsStopGrowing(t *testing.T) {
+	m := newIndexModel(t)
+	m.put("/k")
+	s := &m.x.shards[0]
+	for i := 0; s.count < 2000; i++ {
+		if p := fmt.Sprintf("/k/%d", i); m.x.shard(m.x.hash(p)) == s {
+			m.put(p)
+		}
+	}
+	old := maxProbe
+	maxProbe = 1
+	defer func() { maxProbe = old }()
+	defer func() {
+		msg, _ := recover().(string)
+		require.True(t, strings.HasPrefix(msg, "znode: node index: 2000 nodes of a shard still collide at "), "panic: %q", msg)
+	}()
+	m.x.resize(s, len(s.groups))
+	t.Fatal("resize returned")
 }
