@@ -198,6 +198,11 @@ func (s *snapReader) u8() uint8 {
 // a corrupt length cannot make it allocate more than the input holds.
 func (s *snapReader) bytes(n uint32) []byte {
 	const chunk = 64 << 10
+	if s.data != nil && s.err == nil && int64(n) > int64(len(s.data)-s.off) {
+		// In memory, what is left is known: fail before allocating.
+		s.err = fmt.Errorf("%w: truncated", ErrCorruptSnapshot)
+		return nil
+	}
 	out := make([]byte, 0, min(n, chunk))
 	for remaining := n; remaining > 0 && s.err == nil; {
 		k := min(remaining, chunk)

@@ -2,9 +2,11 @@ package znode
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand"
+	"runtime"
 	"testing"
 	"unsafe"
 
@@ -365,4 +367,27 @@ func TestReadSnapshotBytesAgrees(t *testing.T) {
 		require.NoError(t, got.WriteSnapshot(&b))
 		require.Equal(t, a.Bytes(), b.Bytes(), name)
 	}
+}
+
+// A corrupt length in a snapshot read from memory fails at once, without
+// allocating what the length claims (the restore path reads a raft
+// payload in memory): a data length of 4 GB - 1 after a valid node.
+func TestReadSnapshotBytesCorruptLengthAllocatesLittle(t *testing.T) {
+	tree := mustNewTree(t)
+	c := newClient(t, tree)
+	r, _ := c.apply(createW(jute.OpCreate, "/big", make([]byte, 200<<10), open, 0, 0))
+	require.Zero(t, r.Err)
+	var buf bytes.Buffer
+	require.NoError(t, tree.WriteSnapshot(&buf))
+	b := buf.Bytes()
+	// The 200 KiB value's length field precedes it: make it claim 4 GB - 1.
+	i := bytes.Index(b, binary.BigEndian.AppendUint32(nil, 200<<10))
+	require.Positive(t, i)
+	binary.BigEndian.PutUint32(b[i:], 0xfffffffe)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := ReadSnapshotBytes(b, Options{})
+	runtime.ReadMemStats(&after)
+	require.ErrorIs(t, err, ErrCorruptSnapshot)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(len(b)), "allocated more than the input holds")
 }
