@@ -73,12 +73,16 @@ const (
 // Percent is the GC percent that makes the heap goal live + max(Floor,
 // live × Fraction), clamped to [MinPercent, MaxPercent]. (The runtime adds
 // the percent of its roots, stacks and globals, to the goal too: a few MB.)
-func Percent(live uint64) int {
-	if live == 0 {
+func Percent(live uint64) int { return percentOf(live, live) }
+
+// percentOf: the runtime's goal is live + base*percent/100 with base = live
+// + the stack and globals scanned last cycle.
+func percentOf(live, base uint64) int {
+	if base == 0 {
 		return MaxPercent
 	}
 	head := max(uint64(Floor), live/FractionDen*FractionNum)
-	p := (head*100 + live - 1) / live // rounded up: never less headroom than asked
+	p := (head*100 + base - 1) / base // rounded up: never less headroom than asked
 	return int(min(max(p, MinPercent), MaxPercent))
 }
 
@@ -142,7 +146,7 @@ func Start(log zerolog.Logger, o Options) *Tuner {
 	t.on = true
 	log.Info().Str("policy", "headroom").Int("floorMiB", Floor>>20).
 		Str("fraction", fractionString()).Msg("gc policy: heap goal live + max(floor, live × fraction)")
-	live, cycles, _ := readHeap()
+	live, cycles, _, _ := readHeap()
 	t.cycles = cycles
 	t.percent = Percent(live)
 	t.initial = debug.SetGCPercent(t.percent)
@@ -166,7 +170,7 @@ func (t *Tuner) Restoring() (end func()) {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			_, cycles, objects := readHeap()
+			_, cycles, objects, _ := readHeap()
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			t.restoring = false
@@ -199,11 +203,11 @@ func (t *Tuner) loop() {
 			return
 		case <-tick.C:
 		}
-		live, cycles, _ := readHeap()
+		live, cycles, _, roots := readHeap()
 		t.mu.Lock()
-		if !t.restoring && cycles != t.cycles {
+		if !t.restoring && cycles > t.cycles {
 			t.cycles = cycles
-			t.set(Percent(live))
+			t.set(percentOf(live, live+roots))
 		}
 		t.mu.Unlock()
 	}
@@ -223,13 +227,15 @@ var samples = []metrics.Sample{
 	{Name: "/gc/heap/live:bytes"},
 	{Name: "/gc/cycles/total:gc-cycles"},
 	{Name: "/memory/classes/heap/objects:bytes"},
+	{Name: "/gc/scan/stack:bytes"},
+	{Name: "/gc/scan/globals:bytes"},
 }
 
 var samplesMu sync.Mutex // samples is shared by every Tuner
 
 // readHeap returns the live heap the last GC cycle marked, the number of
 // completed cycles, and the bytes in heap objects now (live or garbage).
-func readHeap() (live, cycles, objects uint64) {
+func readHeap() (live, cycles, objects, roots uint64) {
 	samplesMu.Lock()
 	defer samplesMu.Unlock()
 	metrics.Read(samples)
@@ -239,7 +245,8 @@ func readHeap() (live, cycles, objects uint64) {
 		}
 		return s.Value.Uint64()
 	}
-	return get(samples[0]), get(samples[1]), get(samples[2])
+	roots = get(samples[3]) + get(samples[4])
+	return get(samples[0]), get(samples[1]), get(samples[2]), roots
 }
 
 func fractionString() string {

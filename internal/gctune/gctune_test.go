@@ -118,10 +118,10 @@ func TestPolicyAppliesAndStops(t *testing.T) {
 	// A small test heap: the floor dominates. Wait (no deadline: the test
 	// binary's timeout bounds it) until the loop saw a cycle.
 	runtime.GC()
-	live, _, _ := readHeap()
+	live, _, _, _ := readHeap()
 	for gcPercent() != Percent(live) {
 		runtime.GC()
-		live, _, _ = readHeap()
+		live, _, _, _ = readHeap()
 		time.Sleep(time.Millisecond)
 	}
 	tu.Stop()
