@@ -105,27 +105,16 @@ func TestFreezeSnapshotAllocatesThePayloadOnce(t *testing.T) {
 			sm := newTestSM(t)
 			sm.createSession(7, 1)
 			const nodes = 20000
-			value := make([]byte, 100)
-			for i := range nodes {
-				w := create(fmt.Sprintf("/n%d", i), 1, uint64(i+1))
-				w.Body = jute.Marshal(&jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), Data: value,
-					ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})
-				require.Zero(t, sm.apply(w).Err)
-			}
+			createOpenNodes(t, sm, nodes, make([]byte, 100), 0)
 			if delayed {
 				sm.delayed[99] = 12345
 			}
 			serialize, err := sm.FreezeSnapshot()
 			require.NoError(t, err)
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
 			var buf bytes.Buffer
-			err = serialize(&buf)
-			runtime.ReadMemStats(&after)
+			allocated := allocatedBy(func() { err = serialize(&buf) })
 			require.NoError(t, err)
 			out := buf.Bytes()
-			allocated := after.TotalAlloc - before.TotalAlloc
 			limit := uint64(len(out)) + 8*nodes + 256<<10
 			require.LessOrEqual(t, allocated, limit, "allocated %d bytes for a %d-byte snapshot", allocated, len(out))
 		})
@@ -138,25 +127,12 @@ func TestRestoreDoesNotCopyTheTreeSection(t *testing.T) {
 	sm := newTestSM(t)
 	sm.createSession(7, 1)
 	const nodes = 5000
-	value := make([]byte, 100)
-	for i := range nodes {
-		w := create(fmt.Sprintf("/n%d", i), 1, uint64(i+1))
-		w.Body = jute.Marshal(&jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), Data: value,
-			ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}})
-		require.Zero(t, sm.apply(w).Err)
-	}
+	createOpenNodes(t, sm, nodes, make([]byte, 100), 0)
 	snap, err := sm.Snapshot()
 	require.NoError(t, err)
 	treeLen := int(binary.BigEndian.Uint64(snap[len(snapshotMagic)+8:]))
 	section := snap[len(snapshotMagic)+16 : len(snapshotMagic)+16+treeLen]
-	allocated := func(f func()) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		f()
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
+	allocated := allocatedBy
 	decode := allocated(func() {
 		_, err := znode.ReadSnapshot(bytes.NewReader(section), znode.Options{})
 		require.NoError(t, err)
@@ -164,4 +140,31 @@ func TestRestoreDoesNotCopyTheTreeSection(t *testing.T) {
 	restored := newTestSM(t)
 	restore := allocated(func() { require.NoError(t, restored.Restore(uint64(nodes+1), snap)) })
 	require.Less(t, restore, decode+uint64(treeLen)/2, "Restore allocated %d bytes, decoding the tree %d, the section is %d", restore, decode, treeLen)
+}
+
+// createOpenNodes creates /n0../n<n-1> with value and world:anyone, by
+// session 1's client; every ephemeralEvery-th one (from the fourth) is an
+// ephemeral of session 7 if ephemeralEvery > 0.
+func createOpenNodes(t *testing.T, sm *testSM, n int, value []byte, ephemeralEvery int) {
+	t.Helper()
+	openACL := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
+	for i := range n {
+		w := create(fmt.Sprintf("/n%d", i), 1, uint64(i+1))
+		req := &jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), Data: value, ACL: openACL}
+		if ephemeralEvery > 0 && i%ephemeralEvery == 3 {
+			req.Flags = jute.FlagEphemeral // of session 7
+		}
+		w.Body = jute.Marshal(req)
+		require.Zero(t, sm.apply(w).Err)
+	}
+}
+
+// allocatedBy returns the bytes f allocated (after a GC first).
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

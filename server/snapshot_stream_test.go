@@ -5,13 +5,10 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
-	"runtime"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/zkraft/zkraft/jute"
 )
 
 // legacySnapshot is the encoder FreezeSnapshot had before it streamed: the
@@ -104,16 +101,7 @@ func fillSM(t *testing.T, sm *testSM, nodes int, value []byte, delayed bool) {
 		sm.createSession(id*7919%97, uint64(id))
 	}
 	sm.createSession(7, 1)
-	openACL := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
-	for i := range nodes {
-		w := create(fmt.Sprintf("/n%d", i), 1, uint64(i+1))
-		req := &jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), Data: value, ACL: openACL}
-		if i%10 == 3 {
-			req.Flags = jute.FlagEphemeral // of session 7
-		}
-		w.Body = jute.Marshal(req)
-		require.Zero(t, sm.apply(w).Err)
-	}
+	createOpenNodes(t, sm, nodes, value, 10)
 	if delayed {
 		// Dead sessions with pending lock-delay deletions, in no order.
 		for _, id := range []int64{1001, 55, 4242, 9} {
@@ -175,14 +163,7 @@ func TestFreezeSnapshotStreamAllocatesLittle(t *testing.T) {
 	if testing.Short() || checksEveryWrite {
 		t.Skip("builds 100k znodes write by write (quadratic under -tags invariants)")
 	}
-	measure := func(f func()) uint64 {
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		f()
-		runtime.ReadMemStats(&after)
-		return after.TotalAlloc - before.TotalAlloc
-	}
+	measure := allocatedBy
 	for _, delayed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("lock-delay section %v", delayed), func(t *testing.T) {
 			sm := newTestSM(t)

@@ -200,23 +200,9 @@ func (x *nodeIndex) put(n *node) {
 	if (s.count+1)*8 > len(s.groups)*groupSlots*7 {
 		x.resize(s, growGroups(len(s.groups)))
 	}
-	slots := uint32(len(s.groups)) * groupSlots
-	i := home(h, slots)
-	want := metaAt0(h)
-	for {
-		g := &s.groups[i/groupSlots]
-		m := g.meta(i)
-		if m&0xff < want&0xff {
-			break
-		}
-		if m == want && g.nodes[i%groupSlots].path == n.path {
-			g.nodes[i%groupSlots] = n
-			return
-		}
-		want++
-		if i++; i == slots {
-			i = 0
-		}
+	if i, ok := s.locate(h, n.path); ok {
+		s.groups[i/groupSlots].nodes[i%groupSlots] = n
+		return
 	}
 	s.count++
 	x.count++
@@ -292,6 +278,30 @@ func (x *nodeIndex) place(s *indexShard, n *node, h uint64) *node {
 // keep every dist below maxProbe.
 func maxShardSlots(count int) int { return max(1<<16, 256*count) }
 
+// locate probes s, which has slots, for path of hash h: the slot that holds
+// it and true, or false once the probe reaches a slot whose node sits
+// nearer its home than path would (Robin Hood order: path is not further
+// on).
+func (s *indexShard) locate(h uint64, path string) (uint32, bool) {
+	slots := uint32(len(s.groups)) * groupSlots
+	i := home(h, slots)
+	want := metaAt0(h)
+	for {
+		g := &s.groups[i/groupSlots]
+		m := g.meta(i)
+		if m&0xff < want&0xff {
+			return i, false
+		}
+		if m == want && g.nodes[i%groupSlots].path == path {
+			return i, true
+		}
+		want++
+		if i++; i == slots {
+			i = 0
+		}
+	}
+}
+
 // resize rehashes s into groups groups (more if a node would reach
 // maxProbe).
 func (x *nodeIndex) resize(s *indexShard, groups int) {
@@ -328,21 +338,9 @@ func (x *nodeIndex) delete(path string) {
 	if slots == 0 {
 		return
 	}
-	i := home(h, slots)
-	want := metaAt0(h)
-	for {
-		g := &s.groups[i/groupSlots]
-		m := g.meta(i)
-		if m&0xff < want&0xff {
-			return
-		}
-		if m == want && g.nodes[i%groupSlots].path == path {
-			break
-		}
-		want++
-		if i++; i == slots {
-			i = 0
-		}
+	i, ok := s.locate(h, path)
+	if !ok {
+		return
 	}
 	s.count--
 	x.count--
