@@ -1,7 +1,6 @@
 package consensus
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -35,13 +34,7 @@ type FrozenState struct {
 // Serialize returns what StateMachine.Snapshot would have returned at
 // Index: fs.Write into memory. It may run on any goroutine, once (Write or
 // Serialize).
-func (fs FrozenState) Serialize() ([]byte, error) {
-	var b bytes.Buffer
-	if err := fs.Write(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
+func (fs FrozenState) Serialize() ([]byte, error) { return Collect(fs.Write) }
 
 // Freeze freezes the state machine at the applied index on the loop
 // goroutine (a SnapshotFreezer's cheap copy, or Snapshot) and returns it.

@@ -1,7 +1,6 @@
 package consensus
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -94,11 +93,11 @@ func (s *memStorage) SaveSnapshot(term, index uint64, data []byte) error {
 
 // SaveSnapshotFrom buffers the payload.
 func (s *memStorage) SaveSnapshotFrom(term, index uint64, write func(io.Writer) error) (int64, error) {
-	var b bytes.Buffer
-	if err := write(&b); err != nil {
+	data, err := Collect(write)
+	if err != nil {
 		return 0, err
 	}
-	return int64(b.Len()), s.SaveSnapshot(term, index, b.Bytes())
+	return int64(len(data)), s.SaveSnapshot(term, index, data)
 }
 
 func (s *memStorage) LoadSnapshot(term, index uint64) ([]byte, error) {

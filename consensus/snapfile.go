@@ -65,10 +65,7 @@ func parseSnapFileName(name string) (term, index uint64, ok bool) {
 
 // writeSnapFile durably writes payload as the snapshot at (term, index).
 func writeSnapFile(dir string, term, index uint64, payload []byte) error {
-	_, err := writeSnapFileFrom(dir, term, index, func(w io.Writer) error {
-		_, err := w.Write(payload)
-		return err
-	})
+	_, err := writeSnapFileFrom(dir, term, index, writeBytes(payload))
 	return err
 }
 
@@ -221,13 +218,19 @@ func (w *snapWriter) writeFile(b []byte) error {
 		return w.err
 	}
 	w.off += int64(len(b))
-	if n := w.off - w.paced; n >= snapWriteChunk {
-		if err := writeback(w.f, w.paced, n); err != nil {
-			w.err = fmt.Errorf("write back: %w", err)
-			return w.err
-		}
-		w.paced = w.off
+	if w.off-w.paced >= snapWriteChunk {
+		return w.writeBack()
 	}
+	return nil
+}
+
+// writeBack writes the file back to disk up to what was written.
+func (w *snapWriter) writeBack() error {
+	if err := writeback(w.f, w.paced, w.off-w.paced); err != nil {
+		w.err = fmt.Errorf("write back: %w", err)
+		return w.err
+	}
+	w.paced = w.off
 	return nil
 }
 
@@ -243,12 +246,8 @@ func (w *snapWriter) flush() error {
 		}
 		w.buf = w.buf[:0]
 	}
-	if n := w.off - w.paced; n > 0 {
-		if err := writeback(w.f, w.paced, n); err != nil {
-			w.err = fmt.Errorf("write back: %w", err)
-			return w.err
-		}
-		w.paced = w.off
+	if w.off > w.paced {
+		return w.writeBack()
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,18 @@ import (
 // (Snapshot), and only the file writing happens off the loop.
 type SnapshotFreezer interface {
 	FreezeSnapshot() (func(w io.Writer) error, error)
+}
+
+// Collect runs a SnapshotFreezer's function into memory and returns what
+// it wrote (a *bytes.Buffer, which an encoder may size up front): for the
+// callers that need the payload whole (StateMachine.Snapshot, backups, the
+// simulator's and tests' in-memory storages).
+func Collect(write func(io.Writer) error) ([]byte, error) {
+	var b bytes.Buffer
+	if err := write(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 // writeBytes is a SnapshotFreezer's function for a payload already made.

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/zkraft/zkraft/consensus"
 	"github.com/zkraft/zkraft/internal/backup"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/session"
@@ -313,11 +313,11 @@ func rewriteState(index uint64, payload []byte, o backupStateOptions) ([]byte, b
 	if err != nil {
 		return nil, false, err
 	}
-	var out bytes.Buffer // grown to the exact size by the encoder
-	if err := write(&out); err != nil {
+	out, err := consensus.Collect(write) // one buffer of the exact size (writeFrozenState)
+	if err != nil {
 		return nil, false, err
 	}
-	return out.Bytes(), readable, nil
+	return out, readable, nil
 }
 
 // PrepareRestore returns the state a restored member starts from, given a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/zkraft/zkraft/consensus"
 	"github.com/zkraft/zkraft/internal/mutation"
 	"github.com/zkraft/zkraft/internal/zoocfg"
 	"github.com/zkraft/zkraft/jute"
@@ -428,11 +429,7 @@ func (sm *stateMachine) Snapshot() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var b bytes.Buffer // grown to the exact size by the encoder
-	if err := write(&b); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
+	return consensus.Collect(write) // one buffer of the exact size (writeFrozenState)
 }
 
 // Restore implements consensus.StateMachine.

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -149,11 +148,11 @@ func (d *disk) SaveSnapshot(term, index uint64, data []byte) error {
 // SaveSnapshotFrom buffers the payload, then saves it as SaveSnapshot (a
 // torn save loses it).
 func (d *disk) SaveSnapshotFrom(term, index uint64, write func(io.Writer) error) (int64, error) {
-	var b bytes.Buffer
-	if err := write(&b); err != nil {
+	data, err := consensus.Collect(write)
+	if err != nil {
 		return 0, err
 	}
-	return int64(b.Len()), d.SaveSnapshot(term, index, b.Bytes())
+	return int64(len(data)), d.SaveSnapshot(term, index, data)
 }
 
 func (d *disk) LoadSnapshot(term, index uint64) ([]byte, error) {
