@@ -71,8 +71,10 @@ const (
 )
 
 // Percent is the GC percent that makes the heap goal live + max(Floor,
-// live × Fraction), clamped to [MinPercent, MaxPercent]. (The runtime adds
-// the percent of its roots, stacks and globals, to the goal too: a few MB.)
+// live × Fraction), clamped to [MinPercent, MaxPercent], counting no roots.
+// Start and the end of the restore set it; the loop, after each cycle, also
+// counts the stacks and globals the runtime scanned (percentOf), as the
+// runtime's goal does.
 func Percent(live uint64) int { return percentOf(live, live) }
 
 // percentOf: the runtime's goal is live + base*percent/100 with base = live
