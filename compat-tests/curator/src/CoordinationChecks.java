@@ -103,7 +103,7 @@ final class CoordinationChecks {
         Ctx.check(errors.isEmpty(), "%s", errors);
         Ctx.equal(n, entered.get(), "members through enter()");
         Ctx.equal(n, left.get(), "members through leave()");
-        List<String> rest = observer.checkExists().forPath(p) == null ? List.of() : observer.getChildren().forPath(p);
+        List<String> rest = Ctx.childrenIfAny(observer, p);
         Ctx.check(rest.stream().noneMatch(s -> !s.equals("ready")), "member nodes left after leave(): %s", rest);
     }
 

@@ -9,6 +9,7 @@ import java.util.function.BooleanSupplier;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.retry.ExponentialBackoffRetry;
+import org.apache.zookeeper.KeeperException;
 import org.apache.zookeeper.data.Stat;
 
 /**
@@ -146,6 +147,17 @@ final class Ctx {
 
     static boolean exists(CuratorFramework c, String path) throws Exception {
         return c.checkExists().forPath(path) != null;
+    }
+
+    // childrenIfAny lists path's children, none if path does not exist: a
+    // container parent may be reaped at any moment (the servers check every
+    // 500 ms here), also between a checkExists and a getChildren.
+    static List<String> childrenIfAny(CuratorFramework c, String path) throws Exception {
+        try {
+            return c.getChildren().forPath(path);
+        } catch (KeeperException.NoNodeException gone) {
+            return List.of();
+        }
     }
 
     static Stat stat(CuratorFramework c, String path) throws Exception {

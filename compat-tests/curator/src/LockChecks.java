@@ -88,7 +88,7 @@ final class LockChecks {
         contend(ctx, CONTENDERS, 4, "mutex", c -> new InterProcessMutex(c, p));
         CuratorFramework c = ctx.client();
         // The lock's parent is a container: it may already be gone, or be empty.
-        List<String> rest = c.checkExists().forPath(p) == null ? List.of() : c.getChildren().forPath(p);
+        List<String> rest = Ctx.childrenIfAny(c, p);
         Ctx.equal(List.of(), rest, "lock children after every release");
     }
 
