@@ -83,11 +83,12 @@ type Core struct {
 	confState atomic.Pointer[pb.ConfState] // as of the applied index
 	// raftConf is confState once raft was told it is applied (Advance):
 	// only then does the leader accept the next conf change.
-	raftConf  atomic.Pointer[pb.ConfState]
-	activity  peerActivity  // when each peer was last heard from
-	removed   atomic.Bool   // the applied conf state no longer lists this member
-	batches   atomic.Uint64 // storage writes that carried log entries
-	persisted atomic.Uint64 // log entries written to storage
+	raftConf   atomic.Pointer[pb.ConfState]
+	activity   peerActivity  // when each peer was last heard from
+	removed    atomic.Bool   // the applied conf state no longer lists this member
+	batches    atomic.Uint64 // storage writes that carried log entries
+	persisted  atomic.Uint64 // log entries written to storage
+	snapsTaken atomic.Uint64 // local snapshots recorded (SnapshotJobs that succeeded)
 
 	// snapMu orders a SnapshotJob recording a local snapshot against
 	// a Ready recording one received from the leader (held from

@@ -131,6 +131,7 @@ func (j *SnapshotJob) Run() error {
 		}
 	}
 	c.snapIndex.Store(j.index)
+	c.snapsTaken.Add(1)
 	if err := c.store.PruneSnapshots(); err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ func TestSnapshotWriteDoesNotStallLoop(t *testing.T) {
 
 	want := tn.proposeEach(t, "blocked", 40) // crosses the snapshot point several times
 	require.Zero(t, tn.Status().LastSnapshotIndex, "snapshot recorded while its writing is blocked")
+	require.Zero(t, tn.Status().SnapshotsTaken, "snapshot counted while its writing is blocked")
 
 	open()
 	require.Eventually(t, func() bool { return tn.Status().LastSnapshotIndex > 0 }, testTimeout, 5*time.Millisecond)
@@ -37,6 +38,7 @@ func TestSnapshotWriteDoesNotStallLoop(t *testing.T) {
 	st := tn.Status()
 	require.NotZero(t, st.LastSnapshotIndex)
 	require.Greater(t, st.FirstIndex, uint64(1), "log compacted behind the snapshot")
+	require.NotZero(t, st.SnapshotsTaken, "a recorded snapshot is counted")
 	require.Empty(t, tn.sm.violations())
 
 	require.NoError(t, tn.Stop())
@@ -45,6 +47,7 @@ func TestSnapshotWriteDoesNotStallLoop(t *testing.T) {
 	re.sm.waitCount(t, len(want))
 	require.Equal(t, want, re.sm.state().datas)
 	require.Equal(t, 1, re.sm.restores, "restarted from the snapshot")
+	require.Zero(t, re.Status().SnapshotsTaken, "a restored snapshot is not one taken")
 	require.Empty(t, re.sm.violations())
 }
 

@@ -24,6 +24,7 @@ type Status struct {
 	LogEntries        uint64 // entries kept in memory (LastIndex-FirstIndex+1)
 	PersistBatches    uint64 // bbolt transactions that carried log entries
 	PersistedEntries  uint64 // log entries written to bbolt
+	SnapshotsTaken    uint64 // local snapshots taken since start (not those received from a leader)
 	Stopped           bool
 }
 
@@ -44,6 +45,7 @@ func (n *Node) Status() Status {
 		LastSnapshotIndex: c.snapIndex.Load(),
 		PersistBatches:    c.batches.Load(),
 		PersistedEntries:  c.persisted.Load(),
+		SnapshotsTaken:    c.snapsTaken.Load(),
 	}
 	if cs := c.confState.Load(); cs != nil {
 		s.Voters = slices.Sorted(slices.Values(cs.GetVoters()))

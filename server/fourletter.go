@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -404,6 +405,8 @@ func (s *Server) monitorMetrics() []kv {
 		kv{"raft_learners", r.learners},
 		kv{"raft_persist_batches", r.persistBatches},
 		kv{"raft_persisted_entries", r.persistedEntries},
+		kv{"raft_snapshots_taken", r.snapshotsTaken},
+		kv{"gc_cycles", gcCycles()},
 		kv{"raft_snapshot_size", r.snapshotSize},
 		kv{"raft_log_db_size", r.logDBSize},
 	)
@@ -418,6 +421,7 @@ type raftView struct {
 	logEntries, firstIndex, lastIndex    int64
 	leaderID, isLeader, voters, learners int64
 	persistBatches, persistedEntries     int64
+	snapshotsTaken                       int64
 	snapshotSize, logDBSize              int64
 	snapshotTime                         time.Time // zero when there is no snapshot file
 }
@@ -432,6 +436,7 @@ func (s *Server) raftView() raftView {
 			firstIndex: int64(st.FirstIndex), lastIndex: int64(st.LastIndex), leaderID: int64(st.Lead),
 			voters: int64(len(st.Voters)), learners: int64(len(st.Learners)),
 			persistBatches: int64(st.PersistBatches), persistedEntries: int64(st.PersistedEntries),
+			snapshotsTaken: int64(st.SnapshotsTaken),
 		}
 		if st.IsLeader {
 			r.isLeader = 1
@@ -499,4 +504,15 @@ func opName(op int32) string {
 		return n
 	}
 	return "UNKN"
+}
+
+// gcCycles is the number of garbage collections the process has finished
+// (runtime/metrics, which does not stop the world as ReadMemStats does).
+func gcCycles() int64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }

@@ -366,11 +366,13 @@ func main() {
 					prof = startProfile(s.profile, *pprofDir, fmt.Sprintf("%dm-%s", *members, fileName(w.name)), *duration)
 				}
 				b0, e0 := s.raftBatches()
+				c0 := s.counters()
 				res, err := run(s, w, *duration, value)
 				if err != nil {
 					fail(err)
 				}
 				b1, e1 := s.raftBatches()
+				c1 := s.counters()
 				if prof != nil {
 					prof.finish()
 				}
@@ -378,6 +380,9 @@ func main() {
 				batch := ""
 				if b1 > b0 {
 					batch = fmt.Sprintf("  raft: %.0f log writes/s, %.1f entries each", float64(b1-b0)/duration.Seconds(), float64(e1-e0)/float64(b1-b0))
+				}
+				if s.target == zktest.Zkraft {
+					batch += fmt.Sprintf("; snapshots %d, GCs %d", c1.snapshots-c0.snapshots, c1.gcs-c0.gcs)
 				}
 				fmt.Fprintf(os.Stderr, "%-7s %-15s round %d %9.0f ops/s  p50 %-8v p99 %-8v%s\n",
 					s.target, w.name, r+1, res.rate(), res.pct(50), res.pct(99), batch)
@@ -500,6 +505,27 @@ func (s *server) raftBatches() (batches, entries int64) {
 		}
 	}
 	return 0, 0
+}
+
+// zkraftCounters are zkraft's mntr counters summed over every member.
+type zkraftCounters struct{ snapshots, gcs int64 }
+
+// counters reads the local snapshots taken and the garbage collections
+// finished by all of zkraft's members (zeros for ZooKeeper), so that a
+// round's line says how many of each fell inside it.
+func (s *server) counters() zkraftCounters {
+	var c zkraftCounters
+	if s.target != zktest.Zkraft {
+		return c
+	}
+	for _, addr := range s.addrs {
+		kv := mntr(addr)
+		n, _ := strconv.ParseInt(kv["zk_raft_snapshots_taken"], 10, 64)
+		g, _ := strconv.ParseInt(kv["zk_gc_cycles"], 10, 64)
+		c.snapshots += n
+		c.gcs += g
+	}
+	return c
 }
 
 // mntr returns the mntr lines of the server at addr (nil on error).
