@@ -3,6 +3,8 @@ package znode
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,5 +204,32 @@ func BenchmarkGetData1M(b *testing.B) {
 		if _, _, ok := tree.GetData(paths[i%n]); !ok {
 			b.Fatal("missing")
 		}
+	}
+}
+
+// frozen1M is scaleTree(1000000), built once for the benchmarks that only
+// freeze it.
+var frozen1M = sync.OnceValue(func() *Tree { return scaleTree(1000000) })
+
+// BenchmarkSnapshotJob1M is the CPU a local snapshot's tree section costs
+// at 1 M znodes (zkbench's scale tree, 10 parents): Freeze, then what the
+// server's writeFrozenState does with the Frozen (SnapshotSize, then
+// WriteSnapshot) into io.Discard, then Release. The tree is built once per
+// process (BenchmarkFrozenSnapshot1M rebuilds it on every b.N round).
+func BenchmarkSnapshotJob1M(b *testing.B) {
+	tree := frozen1M()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f := tree.Freeze()
+		size, err := f.SnapshotSize()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := f.WriteSnapshot(io.Discard); err != nil {
+			b.Fatal(err)
+		}
+		f.Release()
+		b.SetBytes(int64(size))
 	}
 }
