@@ -65,9 +65,9 @@ type delayedRec struct{ id, deadline int64 }
 // besides small fixed buffers it allocates nothing that grows with the tree
 // (the tree's encoding, the bulk of the snapshot, goes to w in pieces).
 //
-// The tree section's length precedes it, so it is computed first
-// (tree.SnapshotSize, a pass over the frozen nodes without encoding them)
-// rather than patched afterwards: w need only be an io.Writer, and the
+// The tree section's length precedes it, so it is taken first
+// (tree.SnapshotSize: recorded at the freeze from the sums the tree keeps,
+// no pass over the nodes) rather than patched afterwards: w need only be an io.Writer, and the
 // snapshot file's CRC32C, computed as the bytes go by, covers the length.
 // If w is a *bytes.Buffer (Snapshot, backups) it is grown to the exact size
 // first, so that the payload is allocated once.

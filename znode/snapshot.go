@@ -119,12 +119,24 @@ func appendNode(b []byte, path string, n *meta) []byte {
 
 // encodedSize is len(appendNode(nil, path, n)).
 func encodedSize(path string, n *meta) int {
-	size := 4 + len(path) + 1 + 7*8 + 3*4 + 4 + len(n.data) + 4
-	for _, a := range n.acl.list() {
-		size += 4 + 4 + len(a.ID.Scheme) + 4 + len(a.ID.ID)
-	}
-	return size
+	return fixedNodeBytes + len(path) + len(n.data) + n.acl.encodedLen()
 }
+
+// fixedNodeBytes is what appendNode writes for a node besides its path's,
+// data's and ACL entries' bytes: the lengths of those three, the kind, 7
+// int64 and 3 int32.
+const fixedNodeBytes = 4 + 1 + 7*8 + 3*4 + 4 + 4
+
+// snapshotSize returns len of the tree's WriteSnapshot: the sum of
+// encodedSize over its nodes, from the sums the tree keeps (dataSize,
+// aclBytes) instead of a pass over them (Check verifies it is that sum).
+func (t *Tree) snapshotSize() int64 {
+	return snapOverhead + int64(fixedNodeBytes*t.nodes.len()) + t.dataSize + t.aclBytes
+}
+
+// snapOverhead is what a snapshot holds besides its nodes: the magic, the
+// node count and the CRC.
+const snapOverhead = int64(len(snapMagic) + 8 + 4)
 
 // snapReader reads snapshot fields, feeding every byte to a CRC. The first
 // error sticks.
@@ -419,7 +431,7 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 
 // minEncodedNode is the fewest bytes a node takes in a snapshot (a
 // one-byte path, nil data, no ACL).
-const minEncodedNode = 4 + 1 + 1 + 7*8 + 3*4 + 4 + 4
+const minEncodedNode = fixedNodeBytes + 1
 
 // inOrder records the i-th node's path and reports whether every path so
 // far, this one included, was greater than the one before. While that
