@@ -380,3 +380,51 @@ func (w *releasingWriter) Write(p []byte) (int, error) {
 	w.n += len(p)
 	return len(p), nil
 }
+
+// hookWriter runs hook (once) at its first Write, then collects the bytes.
+type hookWriter struct {
+	bytes.Buffer
+	hook func()
+}
+
+func (w *hookWriter) Write(p []byte) (int, error) {
+	if w.hook != nil {
+		w.hook()
+		w.hook = nil
+	}
+	return w.Buffer.Write(p)
+}
+
+// Nodes changed while a Frozen is being written, after the metas of the
+// first batches were copied and before those of the later ones, still
+// appear as they were at the freeze, whichever batch (metasOf, up to
+// metaBatch nodes a hold of the mutex) they fall in: the first save since
+// the freeze happens mid-write, so a batch taken before it and one taken
+// after it are both checked. The writes here run on the encoder's
+// goroutine, between two of its batches, so the test is deterministic.
+func TestFrozenNodesChangedMidWrite(t *testing.T) {
+	tree := mustNewTree(t)
+	c := newClient(t, tree)
+	const n = 3000 // 300 KB of snapshot: the first Write comes after 64 KB
+	for i := range n {
+		c.mk(fmt.Sprintf("/n%05d", i), make([]byte, 100), 0)
+	}
+	want := wantFrozen(t, tree)
+	f := tree.Freeze()
+	defer f.Release()
+	w := &hookWriter{hook: func() {
+		require.Empty(t, f.st.saved, "no save before the write started")
+		for i := 0; i < n; i += 7 {
+			p := fmt.Sprintf("/n%05d", i)
+			if i%2 == 0 {
+				c.setData(p, []byte("changed"), -1)
+			} else {
+				require.Zero(t, c.delete(p, -1))
+			}
+		}
+		c.mk("/n99999", []byte("new"), 0)
+	}}
+	require.NoError(t, f.WriteSnapshot(w))
+	require.Nil(t, w.hook, "the hook ran")
+	requireSameSnapshot(t, want, w.Bytes())
+}

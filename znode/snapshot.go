@@ -56,22 +56,30 @@ func writeSnapshot(w io.Writer, nodes []*node, frozen *freezeState) error {
 	buf := make([]byte, 0, 256)
 	buf = append(buf, snapMagic...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(nodes)))
-	for _, n := range nodes {
+	var metas []meta // a batch of frozen metas (frozen.go)
+	if frozen != nil {
+		metas = make([]meta, metaBatch)
+	}
+	for start := 0; start < len(nodes); start += metaBatch {
+		batch := nodes[start:min(start+metaBatch, len(nodes))]
 		if frozen != nil {
-			m, err := frozen.metaOf(n)
-			if err != nil {
+			if err := frozen.metasOf(batch, metas); err != nil {
 				return err
 			}
-			buf = appendNode(buf, n.path, &m)
-		} else {
-			buf = appendNode(buf, n.path, &n.meta)
 		}
-		if len(buf) >= 32<<10 {
-			crc.Write(buf)
-			if _, err := bw.Write(buf); err != nil {
-				return fmt.Errorf("znode: write snapshot: %w", err)
+		for i, n := range batch {
+			if frozen != nil {
+				buf = appendNode(buf, n.path, &metas[i])
+			} else {
+				buf = appendNode(buf, n.path, &n.meta)
 			}
-			buf = buf[:0]
+			if len(buf) >= 32<<10 {
+				crc.Write(buf)
+				if _, err := bw.Write(buf); err != nil {
+					return fmt.Errorf("znode: write snapshot: %w", err)
+				}
+				buf = buf[:0]
+			}
 		}
 	}
 	crc.Write(buf)
