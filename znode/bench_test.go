@@ -246,7 +246,8 @@ func benchCreateTree(clients, perClient, sessions, perSession int) *Tree {
 // BenchmarkSnapshotJob1M is the CPU a local snapshot's tree section costs
 // at 1 M znodes (see trees1M): Freeze, then what the server's
 // writeFrozenState does with the Frozen (SnapshotSize, then WriteSnapshot)
-// into io.Discard, then Release. The trees are built once per process
+// into io.Discard, then Release; cpu-ns/op is the process's CPU time an
+// op (the GC's included). The trees are built once per process
 // (BenchmarkFrozenSnapshot1M rebuilds its tree on every b.N round).
 func BenchmarkSnapshotJob1M(b *testing.B) {
 	for _, shape := range trees1M {
@@ -254,6 +255,12 @@ func BenchmarkSnapshotJob1M(b *testing.B) {
 			tree := shape.tree()
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := processCPU()
+			defer func() {
+				// The process's CPU time (GC included) per op: on a shared
+				// machine, steadier than ns/op.
+				b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}()
 			for i := 0; i < b.N; i++ {
 				f := tree.Freeze()
 				size, err := f.SnapshotSize()
