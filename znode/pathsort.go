@@ -20,8 +20,9 @@ import "math/bits"
 // memory serves up to chunkLen byte positions. A run is split on the first
 // key byte in which its keys differ (found from the OR and AND of its keys,
 // so shared bytes cost no pass of their own); a run whose keys are all
-// equal and cover a full chunk gets keys from d+chunkLen; runs of at most
-// smallRun nodes finish with an insertion sort.
+// equal and cover a full chunk gets keys from d+chunkLen, whatever its
+// size; other runs of at most smallRun nodes finish with an insertion sort,
+// whose comparisons mostly end at the keys.
 //
 // Bounds: it does not recurse (its stack depth is constant whatever the
 // paths); pending runs are kept in a heap slice of at most
@@ -29,17 +30,21 @@ import "math/bits"
 // it is taken last, and every run above it is at most half of its parent. Each pass over a run
 // is O(len(run)) (+256 for a split, and a split run has more than smallRun
 // nodes); a node is in at most 8 splits per chunk of its path and one key
-// computation per chunk, and ends in one insertion sort of at most
+// computation per chunk, and ends in at most one insertion sort of at most
 // smallRun nodes, so the total work is O(smallRun · total path bytes)
 // whatever the input: there is no quadratic worst case in n. Besides nodes, sorted in place, it allocates 8 bytes per node (the
 // keys; a copy of each path's string header next to its key would save a
 // cache miss per key computation, but triple that, and the server bounds
 // what serializing a snapshot allocates).
-func sortByPath(nodes []*node) {
+func sortByPath(nodes []*node) { sortPaths(nodes) }
+
+// sortPaths is sortByPath, returning how many comparisons of its insertion
+// sorts went past the keys (for the tests).
+func sortPaths(nodes []*node) (suffixCompares int) {
 	if len(nodes) <= smallRun {
 		s := pathSorter{nodes: nodes}
 		s.insertionSort(0, len(nodes), 0)
-		return
+		return s.suffixCompares
 	}
 	s := pathSorter{nodes: nodes, keys: make([]uint64, len(nodes))}
 	for i, n := range nodes {
@@ -53,8 +58,7 @@ func sortByPath(nodes []*node) {
 	for len(pending) > 0 {
 		r := pending[len(pending)-1]
 		pending = pending[:len(pending)-1]
-		if r.hi-r.lo <= smallRun {
-			s.insertionSort(r.lo, r.hi, r.depth)
+		if r.hi-r.lo < 2 {
 			continue
 		}
 		keys := s.keys[r.lo:r.hi]
@@ -75,11 +79,20 @@ func sortByPath(nodes []*node) {
 			}
 			continue
 		}
+		if r.hi-r.lo <= smallRun {
+			// Keys differ: most comparisons end at them. (Taken before
+			// the equal-keys case, a small run of equal keys would make
+			// the insertion sort compare whole suffixes, reading every
+			// path again for each of its O(smallRun²) comparisons.)
+			s.insertionSort(r.lo, r.hi, r.depth)
+			continue
+		}
 		// The most significant byte in which the keys differ; the bytes
 		// above it are the same in every key.
 		shift := uint(56 - bits.LeadingZeros64(or^and)&^7)
 		pending = s.split(r, shift, pending)
 	}
+	return s.suffixCompares
 }
 
 // chunkLen is the number of path bytes in a key; smallRun the size of a run
@@ -94,6 +107,9 @@ const (
 type pathSorter struct {
 	nodes []*node
 	keys  []uint64
+	// suffixCompares counts the comparisons less made of the paths
+	// themselves, keys equal or absent.
+	suffixCompares int
 }
 
 // pathRun is the nodes [lo, hi) of a pathSorter, with keys at depth.
@@ -170,6 +186,7 @@ func (s *pathSorter) insertionSort(lo, hi, depth int) {
 // insertionSort).
 func (s *pathSorter) less(i, j, depth int) bool {
 	if s.keys == nil {
+		s.suffixCompares++
 		return s.nodes[i].path[depth:] < s.nodes[j].path[depth:]
 	}
 	if ki, kj := s.keys[i], s.keys[j]; ki != kj {
@@ -177,6 +194,7 @@ func (s *pathSorter) less(i, j, depth int) bool {
 	} else if ki&0xff != chunkLen {
 		return false // equal paths
 	}
+	s.suffixCompares++
 	return s.nodes[i].path[depth+chunkLen:] < s.nodes[j].path[depth+chunkLen:]
 }
 
