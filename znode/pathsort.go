@@ -47,9 +47,7 @@ func sortPaths(nodes []*node) (suffixCompares int) {
 		return s.suffixCompares
 	}
 	s := pathSorter{nodes: nodes, keys: make([]uint64, len(nodes))}
-	for i, n := range nodes {
-		s.keys[i] = chunkKey(n.path, 0)
-	}
+	s.rekey(0, len(nodes), 0)
 	// Invariant: the keys of a pending run hold its paths' chunks at its
 	// depth, and its paths share their first depth bytes. Every node
 	// before (after) a pending run's nodes has a smaller (greater) path
@@ -72,9 +70,7 @@ func sortPaths(nodes []*node) (suffixCompares int) {
 			// else the next chunk decides.
 			if and&0xff == chunkLen {
 				r.depth += chunkLen
-				for i := r.lo; i < r.hi; i++ {
-					s.keys[i] = chunkKey(s.nodes[i].path, r.depth)
-				}
+				s.rekey(r.lo, r.hi, r.depth)
 				pending = append(pending, r)
 			}
 			continue
@@ -118,6 +114,30 @@ type pathRun struct{ lo, hi, depth int }
 func (s *pathSorter) swap(i, j int) {
 	s.nodes[i], s.nodes[j] = s.nodes[j], s.nodes[i]
 	s.keys[i], s.keys[j] = s.keys[j], s.keys[i]
+}
+
+// rekey sets the keys of nodes [lo, hi) to their paths' chunks at depth d.
+//
+// It is where the sort waits for memory: each key needs the node (for its
+// path's header) and then the path's bytes, both out of cache on a big
+// tree, the second load depending on the first. So it goes in blocks: the
+// path headers of a block first, then their keys; each loop's loads are
+// independent of one another, so the CPU has many misses in flight at once
+// rather than a few pairs (at 1 M znodes this took the key computations
+// from about a third of the sort's time to ...).
+func (s *pathSorter) rekey(lo, hi, d int) {
+	var paths [64]string
+	for b := lo; b < hi; b += len(paths) {
+		nodes := s.nodes[b:min(b+len(paths), hi)]
+		keys := s.keys[b : b+len(nodes)]
+		ps := paths[:len(nodes)]
+		for i, n := range nodes {
+			ps[i] = n.path
+		}
+		for i, p := range ps {
+			keys[i] = chunkKey(p, d)
+		}
+	}
 }
 
 // split orders run r by the key byte at shift, in place, and appends each
