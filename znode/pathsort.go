@@ -1,6 +1,10 @@
 package znode
 
-import "math/bits"
+import (
+	"encoding/binary"
+	"math/bits"
+	"unsafe"
+)
 
 // sortByPath sorts nodes by path in byte order: afterwards
 // strings.Compare(nodes[i].path, nodes[i+1].path) <= 0 for every i, which
@@ -230,14 +234,19 @@ func (s *pathSorter) less(i, j, depth int) bool {
 // length; d <= len(s) is required.
 func chunkKey(s string, d int) uint64 {
 	if len(s)-d > chunkLen {
-		b := s[d : d+8]
-		// The eight loads combine into one big-endian load; the eighth
-		// byte is masked off for the count.
-		k := uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
-			uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8 | uint64(b[7])
-		return k&^0xff | chunkLen
+		// One big-endian load of 8 bytes (s[d:] holds at least 8; the
+		// slice of its memory is only read); the eighth byte is masked
+		// off for the count. Written so, chunkKey is cheap enough to be
+		// inlined (8 byte loads combined were not): about a tenth of
+		// BenchmarkSortByPath1M's CPU.
+		return binary.BigEndian.Uint64(unsafe.Slice(unsafe.StringData(s[d:]), 8))&^0xff | chunkLen
 	}
-	rest := s[d:]
+	return shortChunkKey(s[d:])
+}
+
+// shortChunkKey is chunkKey(rest, 0) for a rest of at most chunkLen bytes
+// (apart so that chunkKey's common case is inlined).
+func shortChunkKey(rest string) uint64 {
 	var k uint64
 	for i := 0; i < len(rest); i++ {
 		k |= uint64(rest[i]) << (56 - 8*i)
