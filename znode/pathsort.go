@@ -127,8 +127,8 @@ func (s *pathSorter) swap(i, j int) {
 // tree, the second load depending on the first. So it goes in blocks: the
 // path headers of a block first, then their keys; each loop's loads are
 // independent of one another, so the CPU has many misses in flight at once
-// rather than a few pairs (at 1 M znodes this took the key computations
-// from about a third of the sort's time to ...).
+// rather than a few pairs (BenchmarkSortByPath1M: about 245 ms of CPU a
+// sort with one loop, 160 to 200 in blocks, on a shared machine).
 func (s *pathSorter) rekey(lo, hi, d int) {
 	var paths [64]string
 	for b := lo; b < hi; b += len(paths) {
