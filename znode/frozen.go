@@ -19,11 +19,13 @@ import (
 // freezeState's mutex: the saved copy if there is one, else the live meta,
 // which cannot change before the apply goroutine has stored a copy under
 // that mutex. It copies the metas of up to metaBatch nodes per hold of the
-// mutex (metasOf): a lock per node cost more than the copy (a fifth of a
-// snapshot's CPU at 1 M znodes), and a batch bounds how long a save on
-// the apply goroutine can wait for the encoder: metaBatch copies of a
-// meta, nodes mostly out of cache (at 1 M znodes in path order, a median
-// of 2 µs for 64, 7 for 256, with the same snapshot CPU: so 64).
+// mutex (metasOf): a lock and a look-up per node were most of the cost of
+// reading metas (a quarter of a local snapshot's CPU in a server's profile
+// at 1 M znodes, SnapshotSize's pass, which read them too, included), and
+// a batch bounds how long a save on the apply goroutine can wait for the
+// encoder: metaBatch copies of a meta, nodes mostly out of cache (at 1 M
+// znodes in path order, a median of 2 µs for 64, 7 for 256, with the same
+// snapshot CPU: so 64).
 //
 // Invariants:
 //   - Every write to a node's meta happens after save(n) returned, except
