@@ -65,10 +65,12 @@ type delayedRec struct{ id, deadline int64 }
 // besides small fixed buffers it allocates nothing that grows with the tree
 // (the tree's encoding, the bulk of the snapshot, goes to w in pieces).
 //
-// The tree section's length precedes it, so it is computed first
-// (tree.SnapshotSize, a pass over the frozen nodes without encoding them)
-// rather than patched afterwards: w need only be an io.Writer, and the
-// snapshot file's CRC32C, computed as the bytes go by, covers the length.
+// The tree section's length precedes it, so it is taken first
+// (tree.SnapshotSize: recorded at the freeze from the sums the tree keeps,
+// no pass over the nodes) rather than patched afterwards: w need only be
+// an io.Writer, and the snapshot file's CRC32C, computed as the bytes go
+// by, covers the length. Should the two ever differ, the write fails
+// below rather than leave a snapshot that does not restore.
 // If w is a *bytes.Buffer (Snapshot, backups) it is grown to the exact size
 // first, so that the payload is allocated once.
 func writeFrozenState(w io.Writer, tree *znode.Frozen, zxid uint64, sessions []byte, order []orderRec, delayed []delayedRec) error {

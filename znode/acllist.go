@@ -15,7 +15,8 @@ import (
 // The table is reference-counted, so it holds only the ACLs some node of
 // the tree has: an aclList enters it when its first node is inserted or
 // set to it (acquire), and leaves it when its last node is removed or set
-// to another one (release). insert, remove, setACL and a multi's rollback
+// to another one (release); both keep Tree.aclBytes, the ACLs' share of the
+// snapshot's length. insert, remove, setACL and a multi's rollback
 // of a node's meta are the only places a node in the tree gets or loses an
 // ACL, and each keeps the counts. A freeze's or the undo log's copy of a
 // meta holds its aclList without counting: an aclList that left the table
@@ -27,7 +28,8 @@ import (
 // Invariants (checked by Check): every node's aclList is the one the table
 // holds for its entries; refs is the number of the tree's nodes holding
 // the aclList; the table holds no aclList with refs 0; the open ACL
-// (world:anyone, all perms) is always Tree.open.
+// (world:anyone, all perms) is always Tree.open; Tree.aclBytes is the sum
+// of encodedLen over the tree's nodes' ACLs.
 
 // aclList is a stored ACL.
 type aclList struct {
@@ -43,6 +45,16 @@ func (a *aclList) list() []jute.ACL {
 		return nil
 	}
 	return a.entries
+}
+
+// encodedLen returns the bytes a's entries take in a snapshot (and in its
+// table key): len(appendACLKey(nil, a.list())).
+func (a *aclList) encodedLen() int {
+	size := 0
+	for _, e := range a.list() {
+		size += 4 + 4 + len(e.ID.Scheme) + 4 + len(e.ID.ID)
+	}
+	return size
 }
 
 // appendACLKey appends the table key of entries: their snapshot encoding.
@@ -90,6 +102,7 @@ func (t *Tree) acquire(a *aclList) *aclList {
 		}
 	}
 	a.refs++
+	t.aclBytes += int64(a.encodedLen())
 	return a
 }
 
@@ -100,6 +113,7 @@ func (t *Tree) release(a *aclList) {
 		return
 	}
 	a.refs--
+	t.aclBytes -= int64(a.encodedLen())
 	if a.refs == 0 {
 		t.aclKey = appendACLKey(t.aclKey[:0], a.entries)
 		if t.acls[string(t.aclKey)] == a {

@@ -3,6 +3,8 @@ package znode
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"sync"
 	"testing"
 	"time"
 
@@ -202,5 +204,75 @@ func BenchmarkGetData1M(b *testing.B) {
 		if _, _, ok := tree.GetData(paths[i%n]); !ok {
 			b.Fatal("missing")
 		}
+	}
+}
+
+// trees1M are the two shapes of a 1 M-znode tree zkbench leaves, each
+// built once per process: its scale run's (10 parents of /scale/p%d/n%d,
+// 100 bytes each) and its create workloads' (/bench/c%d-%d from 16
+// clients and /bench/p%d-%d from 4 pipelined sessions, 128 bytes each).
+var trees1M = []struct {
+	name string
+	tree func() *Tree
+}{
+	{"scale", sync.OnceValue(func() *Tree { return scaleTree(1000000) })},
+	{"bench", sync.OnceValue(func() *Tree { return benchCreateTree(16, 31250, 4, 125000) })},
+}
+
+// benchCreateTree returns a tree holding what zkbench's create workloads
+// make: /bench/c<client>-<i> for clients clients of perClient creates, and
+// /bench/p<session>-<i> for sessions sessions of perSession creates.
+func benchCreateTree(clients, perClient, sessions, perSession int) *Tree {
+	tree := New(Options{})
+	tree.Apply(TxnContext{Zxid: 1, Auth: local}, createW(jute.OpCreate, "/bench", nil, open, 0, 0))
+	zxid := int64(2)
+	w := createW(jute.OpCreate, "", make([]byte, 128), open, 0, 0)
+	mk := func(prefix string, ids, per int) {
+		for i := range per {
+			for id := range ids {
+				w.Create.Path = fmt.Sprintf("/bench/%s%d-%d", prefix, id, i)
+				if r, _ := tree.Apply(TxnContext{Zxid: zxid, Auth: local}, w); r.Err != 0 {
+					panic(fmt.Sprintf("create %s: %v", w.Create.Path, r.Err))
+				}
+				zxid++
+			}
+		}
+	}
+	mk("c", clients, perClient)
+	mk("p", sessions, perSession)
+	return tree
+}
+
+// BenchmarkSnapshotJob1M is the CPU a local snapshot's tree section costs
+// at 1 M znodes (see trees1M): Freeze, then what the server's
+// writeFrozenState does with the Frozen (SnapshotSize, then WriteSnapshot)
+// into io.Discard, then Release; cpu-ns/op is the process's CPU time an
+// op (the GC's included). The trees are built once per process
+// (BenchmarkFrozenSnapshot1M rebuilds its tree on every b.N round).
+func BenchmarkSnapshotJob1M(b *testing.B) {
+	for _, shape := range trees1M {
+		b.Run(shape.name, func(b *testing.B) {
+			tree := shape.tree()
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := processCPU()
+			defer func() {
+				// The process's CPU time (GC included) per op: on a shared
+				// machine, steadier than ns/op.
+				b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			}()
+			for i := 0; i < b.N; i++ {
+				f := tree.Freeze()
+				size, err := f.SnapshotSize()
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := f.WriteSnapshot(io.Discard); err != nil {
+					b.Fatal(err)
+				}
+				f.Release()
+				b.SetBytes(int64(size))
+			}
+		})
 	}
 }

@@ -19,7 +19,8 @@ var ErrInvariant = errors.New("znode: invariant violated")
 //     children of "/" and "/zookeeper" were never created);
 //   - ephemerals have no children and a non-zero owner; TTL nodes have a ttl
 //     in 1..2^40-1; the ephemeral, container and TTL indexes match the nodes;
-//   - ApproximateDataSize matches the nodes;
+//   - ApproximateDataSize matches the nodes, and so does the snapshot
+//     length the tree keeps (snapshotSize: the sum of encodedSize);
 //   - the quota index holds exactly the quota paths of the limits nodes,
 //     each charged with a recount of the nodes it owns (longest quota
 //     prefix), and every such quota's stats node holds that recount as
@@ -53,7 +54,7 @@ func (t *Tree) checkPaths(paths []string) error {
 	if len(paths) != t.nodes.len() {
 		return fail("%d paths given for %d nodes", len(paths), t.nodes.len())
 	}
-	var size int64
+	var size, encoded int64
 	ephemerals, containers, ttls := 0, 0, 0
 	for _, p := range paths {
 		n := t.nodes.get(p)
@@ -61,6 +62,7 @@ func (t *Tree) checkPaths(paths []string) error {
 			return fail("no node at %q", p)
 		}
 		size += int64(len(n.path) + len(n.data))
+		encoded += int64(encodedSize(n.path, &n.meta))
 		if p != rootPath {
 			parent := t.nodes.get(parentOf(p, lastSlash(p)))
 			if parent == nil {
@@ -132,6 +134,9 @@ func (t *Tree) checkPaths(paths []string) error {
 	}
 	if size != t.dataSize {
 		return fail("data size %d, nodes hold %d", t.dataSize, size)
+	}
+	if encoded += snapOverhead; t.snapshotSize() != encoded {
+		return fail("snapshot size %d (ACL bytes %d), nodes encode to %d", t.snapshotSize(), t.aclBytes, encoded)
 	}
 	if msg := t.checkACLs(paths); msg != "" {
 		return fail("%s", msg)

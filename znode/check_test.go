@@ -28,6 +28,7 @@ func TestCheckDetects(t *testing.T) {
 		}},
 		{"container index", func(tr *Tree) { delete(tr.containers, "/c") }},
 		{"data size", func(tr *Tree) { tr.dataSize++ }},
+		{"snapshot size", func(tr *Tree) { tr.aclBytes++ }},
 		{"owner on persistent", func(tr *Tree) { tr.nodes.get("/a").ext = 3 }},
 		{"ACL count", func(tr *Tree) { tr.open.refs++ }},
 		{"ACL not shared", func(tr *Tree) { tr.nodes.get("/a").acl = &aclList{entries: open, refs: 1} }},

@@ -61,6 +61,65 @@ func TestFrozenSnapshotSize(t *testing.T) {
 	}
 }
 
+// The snapshot length the tree keeps (snapshotSize, which SnapshotSize
+// returns without a pass over the nodes) is the length WriteSnapshot
+// writes, after every kind of write: creates of every kind, deletes,
+// setData, setACL to ACLs of several entries and to none, multis rolled
+// back, quota stats, SetConfig, session closes, and for trees made by
+// ReadSnapshot and by Build with nodes of no ACL. A Frozen's SnapshotSize
+// stays its own length while the tree changes after it.
+func TestSnapshotSizeKept(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		tree func(t *testing.T) *Tree
+	}{
+		{"fresh", func(t *testing.T) *Tree { return mustNewTree(t) }},
+		{"random writes", func(t *testing.T) *Tree { tree, _ := frozenScenarioTree(t, 1); return tree }},
+		{"other seed", func(t *testing.T) *Tree { tree, _ := frozenScenarioTree(t, 2); return tree }},
+		{"sessions closed", func(t *testing.T) *Tree {
+			tree, c := frozenScenarioTree(t, 3)
+			for s := int64(1); s <= 3; s++ {
+				tree.DeleteEphemerals(c.next(), s)
+			}
+			return tree
+		}},
+		{"read from a snapshot", func(t *testing.T) *Tree {
+			tree, _ := frozenScenarioTree(t, 4)
+			var b bytes.Buffer
+			require.NoError(t, tree.WriteSnapshot(&b))
+			read, err := ReadSnapshot(&b, Options{})
+			require.NoError(t, err)
+			mustCheckAtEnd(t, read)
+			return read
+		}},
+		{"built, no ACLs", func(t *testing.T) *Tree {
+			tree, err := Build(Options{}, []BuiltNode{{Path: "/", Data: []byte{}, Creates: 1},
+				{Path: "/x", Data: []byte("abc"), Creates: 1}, {Path: "/x/y", ACL: open}})
+			require.NoError(t, err)
+			mustCheckAtEnd(t, tree)
+			return tree
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tree := tt.tree(t)
+			var b bytes.Buffer
+			require.NoError(t, tree.WriteSnapshot(&b))
+			require.Equal(t, int64(b.Len()), tree.snapshotSize())
+			require.NoError(t, tree.Check())
+
+			f := tree.Freeze()
+			defer f.Release()
+			want := b.Len()
+			randomWorkload(t, tree, 9, 200)
+			b.Reset()
+			require.NoError(t, tree.WriteSnapshot(&b))
+			require.Equal(t, int64(b.Len()), tree.snapshotSize(), "after more writes")
+			require.NotEqual(t, want, b.Len(), "the writes changed the length")
+			require.Equal(t, want, len(frozenBytes(t, f)), "the frozen tree's length")
+		})
+	}
+}
+
 // deepFreeze is what Freeze did before it was copy-on-write: a copy of
 // every node's path and meta.
 func deepFreeze(tree *Tree) []*node {
@@ -320,4 +379,52 @@ func (w *releasingWriter) Write(p []byte) (int, error) {
 	}
 	w.n += len(p)
 	return len(p), nil
+}
+
+// hookWriter runs hook (once) at its first Write, then collects the bytes.
+type hookWriter struct {
+	bytes.Buffer
+	hook func()
+}
+
+func (w *hookWriter) Write(p []byte) (int, error) {
+	if w.hook != nil {
+		w.hook()
+		w.hook = nil
+	}
+	return w.Buffer.Write(p)
+}
+
+// Nodes changed while a Frozen is being written, after the metas of the
+// first batches were copied and before those of the later ones, still
+// appear as they were at the freeze, whichever batch (metasOf, up to
+// metaBatch nodes a hold of the mutex) they fall in: the first save since
+// the freeze happens mid-write, so a batch taken before it and one taken
+// after it are both checked. The writes here run on the encoder's
+// goroutine, between two of its batches, so the test is deterministic.
+func TestFrozenNodesChangedMidWrite(t *testing.T) {
+	tree := mustNewTree(t)
+	c := newClient(t, tree)
+	const n = 3000 // 300 KB of snapshot: the first Write comes after 64 KB
+	for i := range n {
+		c.mk(fmt.Sprintf("/n%05d", i), make([]byte, 100), 0)
+	}
+	want := wantFrozen(t, tree)
+	f := tree.Freeze()
+	defer f.Release()
+	w := &hookWriter{hook: func() {
+		require.Empty(t, f.st.saved, "no save before the write started")
+		for i := 0; i < n; i += 7 {
+			p := fmt.Sprintf("/n%05d", i)
+			if i%2 == 0 {
+				c.setData(p, []byte("changed"), -1)
+			} else {
+				require.Zero(t, c.delete(p, -1))
+			}
+		}
+		c.mk("/n99999", []byte("new"), 0)
+	}}
+	require.NoError(t, f.WriteSnapshot(w))
+	require.Nil(t, w.hook, "the hook ran")
+	requireSameSnapshot(t, want, w.Bytes())
 }

@@ -8,6 +8,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"runtime"
 	"slices"
 	"unsafe"
 
@@ -56,24 +57,35 @@ func writeSnapshot(w io.Writer, nodes []*node, frozen *freezeState) error {
 	buf := make([]byte, 0, 256)
 	buf = append(buf, snapMagic...)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(len(nodes)))
-	for _, n := range nodes {
+	var metas []meta // a batch of frozen metas (frozen.go)
+	var touched byte
+	if frozen != nil {
+		metas = make([]meta, metaBatch)
+	}
+	for start := 0; start < len(nodes); start += metaBatch {
+		batch := nodes[start:min(start+metaBatch, len(nodes))]
 		if frozen != nil {
-			m, err := frozen.metaOf(n)
-			if err != nil {
+			if err := frozen.metasOf(batch, metas); err != nil {
 				return err
 			}
-			buf = appendNode(buf, n.path, &m)
-		} else {
-			buf = appendNode(buf, n.path, &n.meta)
+			touched ^= touchData(batch, metas)
 		}
-		if len(buf) >= 32<<10 {
-			crc.Write(buf)
-			if _, err := bw.Write(buf); err != nil {
-				return fmt.Errorf("znode: write snapshot: %w", err)
+		for i, n := range batch {
+			if frozen != nil {
+				buf = appendNode(buf, n.path, &metas[i])
+			} else {
+				buf = appendNode(buf, n.path, &n.meta)
 			}
-			buf = buf[:0]
+			if len(buf) >= 32<<10 {
+				crc.Write(buf)
+				if _, err := bw.Write(buf); err != nil {
+					return fmt.Errorf("znode: write snapshot: %w", err)
+				}
+				buf = buf[:0]
+			}
 		}
 	}
+	runtime.KeepAlive(touched)
 	crc.Write(buf)
 	buf = binary.BigEndian.AppendUint32(buf, crc.Sum32())
 	if _, err := bw.Write(buf); err != nil {
@@ -83,6 +95,26 @@ func writeSnapshot(w io.Writer, nodes []*node, frozen *freezeState) error {
 		return fmt.Errorf("znode: write snapshot: %w", err)
 	}
 	return nil
+}
+
+// touchData reads the first byte of each node's path and the first and
+// last of its data, and returns their XOR (for runtime.KeepAlive, so that
+// the loads stay). A loop that does nothing else has the cache misses of
+// many nodes in flight at once, where appendNode, doing much more per
+// node, would wait for them nearly one by one. BenchmarkSnapshotJob1M, on
+// a shared machine: 15 to 20% less CPU on the create workloads' shape
+// (128-byte data), no change measured on the scale shape (100 bytes).
+func touchData(nodes []*node, metas []meta) byte {
+	var x byte
+	for i, n := range nodes {
+		if len(n.path) > 0 {
+			x ^= n.path[0]
+		}
+		if d := metas[i].data; len(d) > 0 {
+			x ^= d[0] ^ d[len(d)-1]
+		}
+	}
+	return x
 }
 
 func appendString(b []byte, s string) []byte {
@@ -119,12 +151,24 @@ func appendNode(b []byte, path string, n *meta) []byte {
 
 // encodedSize is len(appendNode(nil, path, n)).
 func encodedSize(path string, n *meta) int {
-	size := 4 + len(path) + 1 + 7*8 + 3*4 + 4 + len(n.data) + 4
-	for _, a := range n.acl.list() {
-		size += 4 + 4 + len(a.ID.Scheme) + 4 + len(a.ID.ID)
-	}
-	return size
+	return fixedNodeBytes + len(path) + len(n.data) + n.acl.encodedLen()
 }
+
+// fixedNodeBytes is what appendNode writes for a node besides its path's,
+// data's and ACL entries' bytes: the lengths of those three, the kind, 7
+// int64 and 3 int32.
+const fixedNodeBytes = 4 + 1 + 7*8 + 3*4 + 4 + 4
+
+// snapshotSize returns len of the tree's WriteSnapshot: the sum of
+// encodedSize over its nodes, from the sums the tree keeps (dataSize,
+// aclBytes) instead of a pass over them (Check verifies it is that sum).
+func (t *Tree) snapshotSize() int64 {
+	return snapOverhead + int64(fixedNodeBytes*t.nodes.len()) + t.dataSize + t.aclBytes
+}
+
+// snapOverhead is what a snapshot holds besides its nodes: the magic, the
+// node count and the CRC.
+const snapOverhead = int64(len(snapMagic) + 8 + 4)
 
 // snapReader reads snapshot fields, feeding every byte to a CRC. The first
 // error sticks.
@@ -419,7 +463,7 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 
 // minEncodedNode is the fewest bytes a node takes in a snapshot (a
 // one-byte path, nil data, no ACL).
-const minEncodedNode = 4 + 1 + 1 + 7*8 + 3*4 + 4 + 4
+const minEncodedNode = fixedNodeBytes + 1
 
 // inOrder records the i-th node's path and reports whether every path so
 // far, this one included, was greater than the one before. While that

@@ -45,6 +45,11 @@ type Tree struct {
 	// holds to its one aclList (acllist.go); aclKey is scratch for keys.
 	acls   map[string]*aclList
 	aclKey []byte
+	// aclBytes is the sum over nodes of the bytes their ACL entries take
+	// in a snapshot (aclList.encodedLen), kept by acquire and release.
+	// With dataSize and the node count it gives the snapshot's exact
+	// length (snapshotSize) without a pass over the nodes.
+	aclBytes int64
 	// quotas maps every kept quota path to its usage (quota.go); derived
 	// from the tree by insert, remove and setData, never stored.
 	quotas map[string]*usage
