@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"testing"
+	"unsafe"
 )
 
 func TestDecoderPrimitives(t *testing.T) {
@@ -182,5 +183,51 @@ func TestHugeCountsDoNotAllocate(t *testing.T) {
 		if least > 4096 {
 			t.Errorf("%T: %d bytes allocated for a rejected count", in.rec, least)
 		}
+	}
+}
+
+// TestDecoderBorrowing: which values of a decoded request share the
+// input's memory under each Borrow mode, and that a Decoder borrowing
+// everything decodes a request into reused records without allocating.
+func TestDecoderBorrowing(t *testing.T) {
+	in := Marshal(&SetDataRequest{Path: "/a/b", Data: []byte("some data"), Version: 3})
+	within := func(p unsafe.Pointer) bool {
+		start := uintptr(unsafe.Pointer(&in[0]))
+		return uintptr(p) >= start && uintptr(p) < start+uintptr(len(in))
+	}
+	for _, tt := range []struct {
+		mode                   Borrow
+		dataShared, pathShared bool
+	}{
+		{BorrowNone, false, false},
+		{BorrowBuffers, true, false},
+		{BorrowAll, true, true},
+	} {
+		var d Decoder
+		var r SetDataRequest
+		d.ResetBorrowing(in, 0, tt.mode)
+		if err := d.ReadRecord(&r); err != nil {
+			t.Fatalf("borrow %d: %v", tt.mode, err)
+		}
+		if r.Path != "/a/b" || string(r.Data) != "some data" || r.Version != 3 {
+			t.Fatalf("borrow %d: decoded %+v", tt.mode, r)
+		}
+		if got := within(unsafe.Pointer(&r.Data[0])); got != tt.dataShared {
+			t.Errorf("borrow %d: data shares the input: %v, want %v", tt.mode, got, tt.dataShared)
+		}
+		if got := within(unsafe.Pointer(unsafe.StringData(r.Path))); got != tt.pathShared {
+			t.Errorf("borrow %d: path shares the input: %v, want %v", tt.mode, got, tt.pathShared)
+		}
+		if cap(r.Data) != len(r.Data) && tt.dataShared {
+			t.Errorf("borrow %d: borrowed data has capacity %d for %d bytes", tt.mode, cap(r.Data), len(r.Data))
+		}
+	}
+	var d Decoder
+	var r SetDataRequest
+	if n := testing.AllocsPerRun(100, func() {
+		d.ResetBorrowing(in, 0, BorrowAll)
+		_ = d.ReadRecord(&r)
+	}); n != 0 {
+		t.Errorf("borrowing decode allocates %v times, want 0", n)
 	}
 }
