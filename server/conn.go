@@ -50,6 +50,9 @@ type conn struct {
 	// saslServer is the connection's DIGEST-MD5 exchange, made at its first
 	// SASL request (reader goroutine only).
 	saslServer *sasl.DigestMD5Server
+	// writeDec checks write requests before they are proposed (reader
+	// goroutine only; it keeps nothing of a request once checked).
+	writeDec writeDecoder
 
 	// replies is the connection's request queue and its decisions
 	// (requestqueue.go, replyqueue.go): the items in arrival order, the
@@ -422,9 +425,8 @@ func (c *conn) readLoop(br *bufio.Reader) {
 			c.logger().Warn().Int("length", len(frame)).Msg("request header too short, closing connection")
 			return
 		}
-		var hdr jute.RequestHeader
-		d := jute.NewDecoder(frame, len(frame))
-		_ = d.ReadRecord(&hdr)
+		// The RequestHeader record (xid, type), read in place.
+		hdr := jute.RequestHeader{Xid: int32(binary.BigEndian.Uint32(frame)), Type: int32(binary.BigEndian.Uint32(frame[4:]))}
 		if !c.handle(hdr, frame[8:]) {
 			return
 		}

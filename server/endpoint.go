@@ -151,8 +151,7 @@ type endpoint struct {
 // must decode as the request of op within maxLen (0, or the code it is
 // refused with).
 func checkWrite(op int32, body []byte, maxLen int) int32 {
-	_, code := decodeWrite(op, body, maxLen)
-	return code
+	return new(writeDecoder).check(op, body, maxLen)
 }
 
 // writeEntry builds the entry of the connection's next write. It carries

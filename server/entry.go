@@ -149,6 +149,14 @@ func (e *entry) Encode(enc *jute.Encoder) {
 	enc.WriteInt(int32(e.Opts &^ optLocal))
 }
 
+// reset empties e for a Decode that reuses its Auth slice (Apply's
+// scratch entry).
+func (e *entry) reset() {
+	auth := e.Auth[:0]
+	clear(e.Auth)
+	*e = entry{Auth: auth}
+}
+
 func (e *entry) Decode(d *jute.Decoder) error {
 	v := d.ReadInt()
 	if d.Err() == nil && v != entryVersion && v != 1 {
@@ -169,7 +177,11 @@ func (e *entry) Decode(d *jute.Decoder) error {
 		}
 		return fmt.Errorf("entry: %w", d.Err())
 	}
-	e.Auth = make([]jute.Id, n)
+	if e.Auth == nil || cap(e.Auth) < int(n) {
+		e.Auth = make([]jute.Id, n)
+	} else {
+		e.Auth = e.Auth[:n] // reset's: every element is written below
+	}
 	for i := range e.Auth {
 		e.Auth[i].Scheme = d.ReadString()
 		e.Auth[i].ID = d.ReadString()

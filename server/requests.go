@@ -143,7 +143,7 @@ func (c *conn) addAuthIDs(added []jute.Id) {
 }
 
 func (c *conn) handleWrite(xid, op int32, body []byte) bool {
-	if code := checkWrite(op, body, c.srv.cfg.JuteMaxBuffer); code != 0 {
+	if code := c.writeDec.check(op, body, c.srv.cfg.JuteMaxBuffer); code != 0 { // checkWrite
 		return c.enqueueReply(xid, code, nil, false)
 	}
 	if c.srv.tracker.IsClosing(c.sessionID) {
