@@ -71,14 +71,30 @@ type Node struct {
 // bound or block the transport's reader.
 const maxQueuedSteps = 8192
 
-// proposal is a Propose or conf change waiting for the loop.
+// proposal is a Propose or ProposeAsync waiting for the loop.
 type proposal struct {
-	ctx  context.Context
-	fn   func(*Core) error
-	errC chan error // capacity 1; nil for ProposeAsync's proposals
+	ctx context.Context
+	// deadline, if not zero, fails the proposal with
+	// context.DeadlineExceeded if the loop reaches it at or after then, as
+	// a ctx with that deadline would (ProposeAsync: checked, not timed).
+	deadline time.Time
+	data     []byte     // the entry
+	errC     chan error // capacity 1; nil for ProposeAsync's proposals
 	// done, for ProposeAsync, receives the outcome on the loop goroutine
 	// instead of errC.
 	done func(error)
+}
+
+// expired is the error p's caller gave up with (its ctx ended, or its
+// deadline passed), or nil.
+func (p *proposal) expired() error {
+	if err := p.ctx.Err(); err != nil {
+		return err
+	}
+	if !p.deadline.IsZero() && !time.Now().Before(p.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // finish hands the outcome of p (nil: raft accepted it) to its caller.
@@ -102,17 +118,19 @@ type opQueue struct {
 	stepWake chan struct{} // signalled when a peer message is queued
 }
 
-// queuedOp is a function for the loop, or a peer message to step (msg set).
+// queuedOp is a function for the loop, a peer message to step (msg set),
+// or a proposal for stepProposal (prop set), failed at shutdown if never
+// run.
 type queuedOp struct {
 	fn   func(*Node)
 	msg  *pb.Message
-	prop *proposal // a proposal (fn steps it), failed at shutdown if never run
+	prop *proposal
 }
 
 // pushProposal queues p for stepProposal.
 func (q *opQueue) pushProposal(p *proposal) {
 	q.mu.Lock()
-	q.ops = append(q.ops, queuedOp{fn: func(n *Node) { n.stepProposal(p) }, prop: p})
+	q.ops = append(q.ops, queuedOp{prop: p})
 	q.mu.Unlock()
 	signal(q.wake)
 }
@@ -312,11 +330,14 @@ const maxEarlyRuns = 8
 func (n *Node) runQueued(buf []queuedOp) []queuedOp {
 	buf = n.q.take(buf)
 	for i, op := range buf {
-		if op.msg != nil {
+		switch {
+		case op.msg != nil:
 			if err := n.core.Step(op.msg); err != nil {
 				n.lg.Debug().Err(err).Uint64("from", op.msg.GetFrom()).Str("type", op.msg.GetType().String()).Msg("step message")
 			}
-		} else {
+		case op.prop != nil:
+			n.stepProposal(op.prop)
+		default:
 			op.fn(n)
 		}
 		buf[i] = queuedOp{}
@@ -338,8 +359,7 @@ func (n *Node) shutdown() {
 
 // propose runs p on the loop once a leader is known (holding it until then)
 // and waits for raft to accept or drop it.
-func (n *Node) propose(ctx context.Context, fn func(*Core) error) error {
-	p := &proposal{ctx: ctx, fn: fn, errC: make(chan error, 1)}
+func (n *Node) propose(ctx context.Context, p *proposal) error {
 	n.queue(p)
 	select {
 	case err := <-p.errC:
@@ -382,13 +402,13 @@ func (n *Node) stepProposal(p *proposal) {
 // stops counting it.
 func (n *Node) runProposal(p *proposal) {
 	n.queuedProposals.Add(-1)
-	if err := p.ctx.Err(); err != nil {
+	if err := p.expired(); err != nil {
 		if p.done != nil {
 			p.done(err) // a ProposeAsync caller is not waiting for errC
 		}
 		return // the caller gave up
 	}
-	n.finish(p, p.fn(n.core))
+	n.finish(p, n.core.Propose(p.data))
 }
 
 // retryHeld steps the held proposals, in order, once a leader is known.
@@ -437,7 +457,7 @@ func (n *Node) Propose(ctx context.Context, data []byte) error {
 	if forwarded {
 		return nil
 	}
-	return n.propose(ctx, func(c *Core) error { return c.Propose(data) })
+	return n.propose(ctx, &proposal{ctx: ctx, data: data, errC: make(chan error, 1)})
 }
 
 // forwardOrCheck is the start of Propose and ProposeAsync: it refuses an
@@ -487,12 +507,14 @@ func (n *Node) forward(lead uint64, data []byte) bool {
 // on the loop goroutine (or, for a proposal forwarded at once, on the
 // caller's before ProposeAsync returns), with nil when raft accepted the
 // proposal or with Propose's errors (ctx.Err() if ctx ended before the loop
-// reached it); it must not block.
+// reached it, context.DeadlineExceeded if the loop reached it at or after a
+// non-zero deadline: a ctx with that deadline without its timer); it must
+// not block.
 // If the node stops first, done runs with ErrStopped (the loop fails what
 // it queued or held as it exits). An error returned by
 // ProposeAsync itself (ErrEmptyProposal, ErrStopped, ErrNoLeader) means done
 // will not be called.
-func (n *Node) ProposeAsync(ctx context.Context, data []byte, done func(error)) error {
+func (n *Node) ProposeAsync(ctx context.Context, deadline time.Time, data []byte, done func(error)) error {
 	forwarded, err := n.forwardOrCheck(data)
 	if err != nil {
 		return err
@@ -501,7 +523,7 @@ func (n *Node) ProposeAsync(ctx context.Context, data []byte, done func(error)) 
 		done(nil)
 		return nil
 	}
-	n.queue(&proposal{ctx: ctx, fn: func(c *Core) error { return c.Propose(data) }, done: done})
+	n.queue(&proposal{ctx: ctx, deadline: deadline, data: data, done: done})
 	return nil
 }
 

@@ -368,7 +368,7 @@ func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
 	done := make(chan outcome, 1) // one of the two callbacks runs, once
 	ctx, cancel := context.WithTimeout(c.srv.stopCtx, time.Duration(timeoutMs)*time.Millisecond)
 	defer cancel()
-	err := c.srv.proposeAsync(ctx, e,
+	err := c.srv.proposeAsync(ctx, time.Time{}, e,
 		func(r applyResult) { done <- outcome{r: r} },
 		func(err error) { done <- outcome{err: err} })
 	if err != nil {

@@ -184,16 +184,14 @@ func (c *conn) proposeItem(it *item, e *entry) bool {
 	// them in this order; one that is not proposed fails its item (the
 	// writer closes the connection on reaching it) and, its sequence
 	// number missing, every later write of the connection is refused at
-	// apply (errOutOfOrder).
-	ctx, cancel := context.WithDeadline(c.srv.stopCtx, it.deadline)
-	applied := c.onApplied(it)
-	if err := c.srv.proposeAsync(ctx, e, func(r applyResult) { cancel(); applied(r) }, func(err error) {
-		cancel()
+	// apply (errOutOfOrder). Raft does not take it once the server stops
+	// or past the item's deadline (checked when the raft loop reaches it:
+	// no context or timer per write).
+	if err := c.srv.proposeAsync(c.srv.stopCtx, it.deadline, e, c.onApplied(it), func(err error) {
 		c.logger().Warn().Err(err).Msg("write not proposed, closing connection")
 		it.err = err
 		close(it.ready)
 	}); err != nil {
-		cancel()
 		c.logger().Warn().Err(err).Msg("write not proposed, closing connection")
 		it.err = err
 		close(it.ready)

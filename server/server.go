@@ -333,8 +333,11 @@ func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResu
 // raft loop back to back, so that they share log writes. onFailed runs, on
 // the raft loop, if the entry was not proposed and its waiter was still
 // registered (then onApplied never runs); it must not block. The error
-// returned at once is propose's, and then neither callback runs.
-func (s *Server) proposeAsync(ctx context.Context, e *entry, onApplied func(applyResult), onFailed func(error)) error {
+// returned at once is propose's, and then neither callback runs. A
+// non-zero deadline fails the entry if raft has not taken it by then, as a
+// ctx with that deadline would (consensus.Node.ProposeAsync), without a
+// timer.
+func (s *Server) proposeAsync(ctx context.Context, deadline time.Time, e *entry, onApplied func(applyResult), onFailed func(error)) error {
 	e.Proposer = s.cfg.ServerID
 	if e.ReqID == 0 {
 		e.ReqID = s.newReqID()
@@ -346,7 +349,7 @@ func (s *Server) proposeAsync(ctx context.Context, e *entry, onApplied func(appl
 	s.waiters[e.ReqID] = onApplied
 	s.waitMu.Unlock()
 	reqID := e.ReqID
-	err := s.node.ProposeAsync(ctx, e.data(), func(err error) {
+	err := s.node.ProposeAsync(ctx, deadline, e.data(), func(err error) {
 		if err != nil && s.cancelWait(reqID) {
 			onFailed(fmt.Errorf("propose: %w", err))
 		}
