@@ -51,6 +51,9 @@ type Node struct {
 
 	// Owned by the loop goroutine.
 	held []*proposal // proposals waiting for a leader
+	// batch and batchData are runQueued's and runProposals' scratch.
+	batch     []*proposal
+	batchData [][]byte
 	// stopping: the loop is exiting; stepProposal fails what it is given
 	// (loop goroutine only).
 	stopping bool
@@ -329,14 +332,25 @@ const maxEarlyRuns = 8
 // runQueued runs the work other goroutines queued, reusing buf.
 func (n *Node) runQueued(buf []queuedOp) []queuedOp {
 	buf = n.q.take(buf)
-	for i, op := range buf {
+	for i := 0; i < len(buf); i++ {
+		op := buf[i]
 		switch {
 		case op.msg != nil:
 			if err := n.core.Step(op.msg); err != nil {
 				n.lg.Debug().Err(err).Uint64("from", op.msg.GetFrom()).Str("type", op.msg.GetType().String()).Msg("step message")
 			}
 		case op.prop != nil:
-			n.stepProposal(op.prop)
+			// Proposals queued back to back are stepped together, in
+			// order (stepProposals).
+			batch := n.batch[:0]
+			for ; i < len(buf) && buf[i].prop != nil; i++ {
+				batch = append(batch, buf[i].prop)
+				buf[i] = queuedOp{}
+			}
+			i--
+			n.stepProposals(batch)
+			clear(batch)
+			n.batch = batch[:0]
 		default:
 			op.fn(n)
 		}
@@ -384,31 +398,65 @@ func (n *Node) queue(p *proposal) {
 // are still held, so proposals reach raft in the order they were queued: a
 // leader's heartbeat stepped in the same batch just before p must not let p
 // overtake a proposal held since the leader was lost.
-func (n *Node) stepProposal(p *proposal) {
+func (n *Node) stepProposal(p *proposal) { n.stepProposals([]*proposal{p}) }
+
+// stepProposals is stepProposal for proposals queued one after the other,
+// in that order: raft takes them as one batch (runProposals).
+func (n *Node) stepProposals(ps []*proposal) {
 	if n.stopping {
-		n.queuedProposals.Add(-1)
-		n.finish(p, ErrStopped)
+		for _, p := range ps {
+			n.queuedProposals.Add(-1)
+			n.finish(p, ErrStopped)
+		}
 		return
 	}
 	n.retryHeld()
 	if n.core.Lead() == 0 || len(n.held) > 0 {
-		n.held = append(n.held, p)
+		n.held = append(n.held, ps...)
 		return
 	}
-	n.runProposal(p)
+	n.runProposals(ps)
 }
 
-// runProposal hands p to raft (or fails it if its caller gave up) and
-// stops counting it.
-func (n *Node) runProposal(p *proposal) {
-	n.queuedProposals.Add(-1)
-	if err := p.expired(); err != nil {
-		if p.done != nil {
-			p.done(err) // a ProposeAsync caller is not waiting for errC
+// runProposals hands ps to raft in order (failing those whose caller gave
+// up) and stops counting them. They go as one batch (Core.ProposeBatch:
+// one raft message and append for all); if raft refuses the batch, one by
+// one, so each gets the outcome Propose would have given it. A proposal
+// stops counting in queuedProposals only once raft took it, so a forward
+// cannot overtake it. ps is the caller's scratch: it is reordered.
+func (n *Node) runProposals(ps []*proposal) {
+	live, datas := ps[:0], n.batchData[:0] // live filters ps in place
+	for _, p := range ps {
+		if err := p.expired(); err != nil {
+			n.queuedProposals.Add(-1)
+			if p.done != nil {
+				p.done(err) // a ProposeAsync caller is not waiting for errC
+			}
+			continue // the caller gave up
 		}
-		return // the caller gave up
+		live = append(live, p)
+		datas = append(datas, p.data)
 	}
-	n.finish(p, n.core.Propose(p.data))
+	var err error
+	if len(live) > 1 {
+		err = n.core.ProposeBatch(datas)
+	}
+	clear(datas)
+	n.batchData = datas[:0]
+	if len(live) > 1 {
+		if err == nil || !errors.Is(err, raft.ErrProposalDropped) {
+			n.queuedProposals.Add(-int64(len(live)))
+			for _, p := range live {
+				n.finish(p, err)
+			}
+			return
+		}
+	}
+	for _, p := range live {
+		err := n.core.Propose(p.data)
+		n.queuedProposals.Add(-1)
+		n.finish(p, err)
+	}
 }
 
 // retryHeld steps the held proposals, in order, once a leader is known.
@@ -418,9 +466,7 @@ func (n *Node) retryHeld() {
 	}
 	held := n.held
 	n.held = nil
-	for _, p := range held {
-		n.runProposal(p)
-	}
+	n.runProposals(held)
 }
 
 // failUnproposed, on the loop as it exits, ends the proposals queued or
