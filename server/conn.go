@@ -66,6 +66,9 @@ type conn struct {
 	enc       *jute.Encoder // writer goroutine only; from encoderPool at the first reply (nil before)
 	deadline  *time.Timer   // writer goroutine only: the answered item's deadline
 	bw        *bufio.Writer // writer goroutine only
+	// replyBodies are the records write replies are encoded from (writer
+	// goroutine only).
+	replyBodies replyBodies
 
 	wake chan struct{} // a notification or ping reply was queued
 

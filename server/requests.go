@@ -216,8 +216,10 @@ func (c *conn) onApplied(it *item) func(applyResult) {
 }
 
 func (c *conn) writeReply(xid, op int32, r *applyResult) []byte {
-	code, body := writeReplyBody(op, r)
-	return c.reply(xid, r.Zxid, code, body)
+	code, body := c.replyBodies.of(op, r) // writeReplyBody
+	frame := c.reply(xid, r.Zxid, code, body)
+	c.replyBodies = replyBodies{} // drop the result's path and multi results
+	return frame
 }
 
 func (c *conn) handleClose(xid int32) bool {

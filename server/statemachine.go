@@ -122,6 +122,7 @@ type stateMachine struct {
 	entryDec jute.Decoder
 	entry    entry
 	writeDec writeDecoder
+	events   []znode.Event // the events of a client write (trigger keeps none)
 }
 
 func newStateMachine(opts znode.Options, watches *watchManager, hooks applyHooks, log zerolog.Logger) *stateMachine {
@@ -170,6 +171,10 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 	// Events are queued before lastZxid moves: whoever reads zxid Z (a ping,
 	// a read) can rely on every event up to Z being queued already.
 	sm.watches.trigger(events, zxid)
+	if cap(events) <= maxReusedEvents {
+		clear(events)
+		sm.events = events[:0]
+	}
 	sm.lastZxid.Store(zxid)
 	sm.mu.Unlock()
 
@@ -188,6 +193,9 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 	sm.hooks.applied(e, res)
 	return nil
 }
+
+// maxReusedEvents bounds the events slice Apply keeps for the next entry.
+const maxReusedEvents = 256
 
 // applyLocked applies e at zxid, in an entry of the given raft term. It
 // returns an error, having changed nothing, for an entry this member cannot
@@ -221,7 +229,7 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 		// connection either applied before this entry or is refused after
 		// it, so the client's next read shows the final outcome of the
 		// writes it lost track of.
-		if _, ok := sm.sessions.Get(e.SessionID); !ok {
+		if !sm.sessions.Has(e.SessionID) {
 			res.Err = jute.ErrSessionExpired
 			return
 		}
@@ -306,7 +314,7 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 			err = fmt.Errorf("client write of type %d: body refused with code %d", e.Type, code)
 			return
 		}
-		if _, ok := sm.sessions.Get(e.SessionID); !ok {
+		if !sm.sessions.Has(e.SessionID) {
 			res.Err = jute.ErrSessionExpired
 			return
 		}
@@ -314,7 +322,7 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 			res.Err = errOutOfOrder
 			return
 		}
-		res.Res, events = sm.tree.Apply(ctx, w)
+		res.Res, events = sm.tree.ApplyAppend(ctx, w, sm.events[:0])
 		res.Err = res.Res.Err
 	default:
 		err = fmt.Errorf("unknown entry type %d", e.Type)
