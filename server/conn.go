@@ -51,8 +51,9 @@ type conn struct {
 	// SASL request (reader goroutine only).
 	saslServer *sasl.DigestMD5Server
 	// writeDec checks write requests before they are proposed (reader
-	// goroutine only; it keeps nothing of a request once checked).
-	writeDec writeDecoder
+	// goroutine only; it keeps nothing of a request once checked). Made at
+	// the first write: a session that only connects and closes needs none.
+	writeDec *writeDecoder
 
 	// replies is the connection's request queue and its decisions
 	// (requestqueue.go, replyqueue.go): the items in arrival order, the
@@ -67,8 +68,8 @@ type conn struct {
 	deadline  *time.Timer   // writer goroutine only: the answered item's deadline
 	bw        *bufio.Writer // writer goroutine only
 	// replyBodies are the records write replies are encoded from (writer
-	// goroutine only).
-	replyBodies replyBodies
+	// goroutine only; made at the first write reply).
+	replyBodies *replyBodies
 
 	wake chan struct{} // a notification or ping reply was queued
 
@@ -371,7 +372,7 @@ func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
 	done := make(chan outcome, 1) // one of the two callbacks runs, once
 	ctx, cancel := context.WithTimeout(c.srv.stopCtx, time.Duration(timeoutMs)*time.Millisecond)
 	defer cancel()
-	err := c.srv.proposeAsync(ctx, time.Time{}, e,
+	err := c.srv.proposeAsync(ctx, e,
 		func(r applyResult) { done <- outcome{r: r} },
 		func(err error) { done <- outcome{err: err} })
 	if err != nil {

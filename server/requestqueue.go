@@ -32,6 +32,10 @@ type item struct {
 	// early is the reply built at arrival, under the read-overtakes-write
 	// mutation only; nil otherwise.
 	early *builtReply
+	// conn, xid and op are a connection's write's (conn.handleWrite): the
+	// item is its proposal's waiter, and its reply is built from them.
+	conn    *conn
+	xid, op int32
 }
 
 // builtReply is a reply built before its turn (read-overtakes-write).

@@ -143,6 +143,9 @@ func (c *conn) addAuthIDs(added []jute.Id) {
 }
 
 func (c *conn) handleWrite(xid, op int32, body []byte) bool {
+	if c.writeDec == nil {
+		c.writeDec = new(writeDecoder)
+	}
 	if code := c.writeDec.check(op, body, c.srv.cfg.JuteMaxBuffer); code != 0 { // checkWrite
 		return c.enqueueReply(xid, code, nil, false)
 	}
@@ -152,9 +155,8 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 	if !c.waitReads() {
 		return false
 	}
-	it := writeItem(time.Now().Add(writeTimeout), func(it *item) ([]byte, bool) {
-		return c.writeReply(xid, op, &it.res), false
-	})
+	it := writeItem(time.Now().Add(writeTimeout), buildWriteReply)
+	it.conn, it.xid, it.op = c, xid, op
 	e := c.ep.writeEntry(xid, op, body, *c.authIDs.Load(), c.srv.sm.treeOpts)
 	// Body aliases the read buffer, reused for the next frame once this
 	// returns: propose encodes the entry (a copy) before it returns, and e
@@ -173,9 +175,12 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 // cancels the waiter of every item left in the queue (dropUnanswered); the
 // writer pops an item only once it was answered, when its waiter is gone
 // (applied hands it over, a failed propose cancels it).
+//
+// it is the proposal's waiter (item.applied, item.failed): its conn is set.
 func (c *conn) proposeItem(it *item, e *entry) bool {
 	e.ReqID = c.srv.newReqID()
 	it.reqID = e.ReqID // set before the writer can see the item
+	it.conn = c
 	if !c.enqueue(it) {
 		return false
 	}
@@ -187,38 +192,47 @@ func (c *conn) proposeItem(it *item, e *entry) bool {
 	// apply (errOutOfOrder). Raft does not take it once the server stops
 	// or past the item's deadline (checked when the raft loop reaches it:
 	// no context or timer per write).
-	if err := c.srv.proposeAsync(c.srv.stopCtx, it.deadline, e, c.onApplied(it), func(err error) {
-		c.logger().Warn().Err(err).Msg("write not proposed, closing connection")
-		it.err = err
-		close(it.ready)
-	}); err != nil {
-		c.logger().Warn().Err(err).Msg("write not proposed, closing connection")
-		it.err = err
-		close(it.ready)
+	if err := c.srv.proposeQueued(c.srv.stopCtx, it.deadline, e, it, nil); err != nil {
+		it.failed(err)
 		return false
 	}
 	return true
 }
 
-// writeReply encodes the reply of an applied write.
-// onApplied completes an item with its entry's result. An entry refused as
-// out of order means an earlier write of this connection was lost: the
+// applied implements waiter: it completes a connection's write or close
+// item (proposeItem) with its entry's result. An entry refused as out of
+// order means an earlier write of this connection was lost: the
 // connection closes at once.
-func (c *conn) onApplied(it *item) func(applyResult) {
-	return func(r applyResult) {
-		it.res = r
-		close(it.ready)
-		if r.Err == errOutOfOrder {
-			c.logger().Warn().Msg("an earlier write of this connection was lost, closing connection")
-			c.close()
-		}
+func (it *item) applied(r applyResult) {
+	it.res = r
+	close(it.ready)
+	if r.Err == errOutOfOrder {
+		it.conn.logger().Warn().Msg("an earlier write of this connection was lost, closing connection")
+		it.conn.close()
 	}
 }
 
+// failed implements waiter: the item's entry was not proposed; the writer
+// closes the connection when it reaches it.
+func (it *item) failed(err error) {
+	it.conn.logger().Warn().Err(err).Msg("write not proposed, closing connection")
+	it.err = err
+	close(it.ready)
+}
+
+// buildWriteReply builds the reply of an applied write item (handleWrite).
+func buildWriteReply(it *item) ([]byte, bool) {
+	return it.conn.writeReply(it.xid, it.op, &it.res), false
+}
+
+// writeReply encodes the reply of an applied write.
 func (c *conn) writeReply(xid, op int32, r *applyResult) []byte {
+	if c.replyBodies == nil {
+		c.replyBodies = new(replyBodies)
+	}
 	code, body := c.replyBodies.of(op, r) // writeReplyBody
 	frame := c.reply(xid, r.Zxid, code, body)
-	c.replyBodies = replyBodies{} // drop the result's path and multi results
+	*c.replyBodies = replyBodies{} // drop the result's path and multi results
 	return frame
 }
 

@@ -45,7 +45,7 @@ type Server struct {
 
 	// Proposals waiting for their entry to be applied, keyed by ReqID.
 	waitMu   sync.Mutex
-	waiters  map[uint64]func(applyResult)
+	waiters  map[uint64]waiter
 	reqBase  uint64 // random per incarnation, so replayed entries never match a new waiter
 	reqCount atomic.Uint64
 
@@ -95,7 +95,7 @@ func New(cfg Config, log zerolog.Logger) *Server {
 		watches:  newWatchManager(),
 		tracker:  session.NewTracker(session.SystemClock{}, int64(cfg.TickTimeMs)),
 		ids:      session.NewIDGenerator(uint8(cfg.ServerID), time.Now().UnixMilli()),
-		waiters:  map[uint64]func(applyResult){},
+		waiters:  map[uint64]waiter{},
 		reqBase:  binary.BigEndian.Uint64(b[:]) &^ 0xffffffff,
 		conns:    map[*conn]struct{}{},
 		bySess:   map[int64]*conn{},
@@ -316,7 +316,7 @@ func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResu
 	}
 	if onApplied != nil {
 		s.waitMu.Lock()
-		s.waiters[e.ReqID] = onApplied
+		s.waiters[e.ReqID] = applyFunc(onApplied)
 		s.waitMu.Unlock()
 	}
 	if err := s.node.Propose(ctx, e.data()); err != nil {
@@ -333,11 +333,34 @@ func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResu
 // raft loop back to back, so that they share log writes. onFailed runs, on
 // the raft loop, if the entry was not proposed and its waiter was still
 // registered (then onApplied never runs); it must not block. The error
-// returned at once is propose's, and then neither callback runs. A
-// non-zero deadline fails the entry if raft has not taken it by then, as a
-// ctx with that deadline would (consensus.Node.ProposeAsync), without a
-// timer.
-func (s *Server) proposeAsync(ctx context.Context, deadline time.Time, e *entry, onApplied func(applyResult), onFailed func(error)) error {
+// returned at once is propose's, and then neither callback runs.
+func (s *Server) proposeAsync(ctx context.Context, e *entry, onApplied func(applyResult), onFailed func(error)) error {
+	return s.proposeQueued(ctx, time.Time{}, e, applyFunc(onApplied), onFailed)
+}
+
+// waiter is handed the outcome of a proposed entry (Server.waiters).
+type waiter interface {
+	// applied runs once, on the apply goroutine, with the entry's result
+	// on this member, or with errOutOfOrder when a leader change failed
+	// the proposal.
+	applied(r applyResult)
+	// failed runs instead, on the raft loop, if proposeQueued's entry was
+	// not proposed and no onFailed was given; it must not block.
+	failed(err error)
+}
+
+// applyFunc is a func as a waiter (free to convert: a func is one
+// pointer); its failed does nothing.
+type applyFunc func(applyResult)
+
+func (f applyFunc) applied(r applyResult) { f(r) }
+func (applyFunc) failed(error)            {}
+
+// proposeQueued is proposeAsync with w as the waiter: onFailed, or if nil
+// w.failed, runs if the entry was not proposed. A non-zero deadline fails
+// the entry if raft has not taken it by then, as a ctx with that deadline
+// would (consensus.Node.ProposeAsync), without a timer.
+func (s *Server) proposeQueued(ctx context.Context, deadline time.Time, e *entry, w waiter, onFailed func(error)) error {
 	e.Proposer = s.cfg.ServerID
 	if e.ReqID == 0 {
 		e.ReqID = s.newReqID()
@@ -346,12 +369,17 @@ func (s *Server) proposeAsync(ctx context.Context, deadline time.Time, e *entry,
 		e.Time = time.Now().UnixMilli()
 	}
 	s.waitMu.Lock()
-	s.waiters[e.ReqID] = onApplied
+	s.waiters[e.ReqID] = w
 	s.waitMu.Unlock()
 	reqID := e.ReqID
 	err := s.node.ProposeAsync(ctx, deadline, e.data(), func(err error) {
 		if err != nil && s.cancelWait(reqID) {
-			onFailed(fmt.Errorf("propose: %w", err))
+			err = fmt.Errorf("propose: %w", err)
+			if onFailed != nil {
+				onFailed(err)
+			} else {
+				w.failed(err)
+			}
 		}
 	})
 	if err != nil {
@@ -373,13 +401,13 @@ func (s *Server) proposeAsync(ctx context.Context, deadline time.Time, e *entry,
 func (s *Server) failPendingProposals() {
 	s.waitMu.Lock()
 	pending := s.waiters
-	s.waiters = map[uint64]func(applyResult){}
+	s.waiters = map[uint64]waiter{}
 	s.waitMu.Unlock()
 	if len(pending) > 0 {
 		s.log.Info().Int("pending", len(pending)).Msg("leader changed, failing proposals in flight")
 	}
-	for _, fn := range pending {
-		fn(applyResult{Err: errOutOfOrder})
+	for _, w := range pending {
+		w.applied(applyResult{Err: errOutOfOrder})
 	}
 }
 
@@ -404,11 +432,11 @@ func (s *Server) applied(e *entry, res applyResult) {
 		return
 	}
 	s.waitMu.Lock()
-	fn := s.waiters[e.ReqID]
+	w := s.waiters[e.ReqID]
 	delete(s.waiters, e.ReqID)
 	s.waitMu.Unlock()
-	if fn != nil {
-		fn(res)
+	if w != nil {
+		w.applied(res)
 	}
 }
 
