@@ -62,6 +62,7 @@ type conn struct {
 	// pushes, the writer answers the front item.
 	replies   requestQueue
 	avail     chan struct{} // an item was pushed (wakes the writer)
+	readyC    chan struct{} // an item completed (item.complete; wakes the writer)
 	space     chan struct{} // a pop made room for a waiting reader (wakes it)
 	readsDone chan struct{}
 	enc       *jute.Encoder // writer goroutine only; from encoderPool at the first reply (nil before)
@@ -95,6 +96,7 @@ func newConn(srv *Server, nc net.Conn) *conn {
 		ip:          host,
 		remote:      remote,
 		avail:       make(chan struct{}, 1),
+		readyC:      make(chan struct{}, 1),
 		space:       make(chan struct{}, 1),
 		bw:          writerPool.Get().(*bufio.Writer),
 		wake:        make(chan struct{}, 1),
@@ -530,7 +532,7 @@ func (c *conn) writeLoop() {
 
 func (c *conn) answer(it *item) bool {
 	defer c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
-	if it.ready != nil {
+	if !it.isReady() {
 		// One timer per connection, reset per item: a timer per write was
 		// a steady allocation on the write path. Since Go 1.23 a Reset
 		// timer never delivers a value from before the Reset.
@@ -543,18 +545,16 @@ func (c *conn) answer(it *item) bool {
 		timer := c.deadline
 		defer timer.Stop()
 	wait:
-		for {
+		for !it.isReady() {
 			select {
-			case <-it.ready:
-				break wait
+			case <-c.readyC:
+				// An item completed, maybe a later one: checked again.
 			case <-c.wake:
 				// Events up to the last applied zxid, read before
 				// checking, may pass its reply (replyQueue.whileWaiting).
 				applied := c.srv.sm.lastZxid.Load()
-				select {
-				case <-it.ready:
+				if it.isReady() {
 					break wait
-				default:
 				}
 				if !c.flushOOB(c.replies.whileWaiting(applied)) || c.bw.Flush() != nil {
 					return false
@@ -601,7 +601,7 @@ func (c *conn) answer(it *item) bool {
 		lat := d.Milliseconds()
 		c.stats.recordLatency(lat)
 		c.srv.stats.recordLatency(lat)
-		if it.read || it.ready != nil {
+		if it.read || it.waits {
 			c.srv.observeRequest(it.read, d)
 		}
 	}

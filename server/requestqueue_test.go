@@ -35,7 +35,7 @@ func (g *queueRig) read() *item {
 
 // write is an item waiting for its apply; apply sets the state.
 func (g *queueRig) write() *item {
-	return &item{ready: make(chan struct{}), build: func(it *item) ([]byte, bool) {
+	return &item{waits: true, build: func(it *item) ([]byte, bool) {
 		g.replyZxid = it.res.Zxid
 		return []byte{byte(it.res.Zxid)}, false
 	}}
@@ -44,7 +44,7 @@ func (g *queueRig) write() *item {
 func (g *queueRig) apply(it *item, zxid int64) {
 	g.state = zxid
 	it.res.Zxid = zxid
-	close(it.ready)
+	it.complete()
 }
 
 // add arrives and pushes it, as the reader does.

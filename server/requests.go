@@ -180,7 +180,7 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 func (c *conn) proposeItem(it *item, e *entry) bool {
 	e.ReqID = c.srv.newReqID()
 	it.reqID = e.ReqID // set before the writer can see the item
-	it.conn = c
+	it.conn, it.signal = c, c.readyC
 	if !c.enqueue(it) {
 		return false
 	}
@@ -205,7 +205,7 @@ func (c *conn) proposeItem(it *item, e *entry) bool {
 // connection closes at once.
 func (it *item) applied(r applyResult) {
 	it.res = r
-	close(it.ready)
+	it.complete()
 	if r.Err == errOutOfOrder {
 		it.conn.logger().Warn().Msg("an earlier write of this connection was lost, closing connection")
 		it.conn.close()
@@ -217,7 +217,7 @@ func (it *item) applied(r applyResult) {
 func (it *item) failed(err error) {
 	it.conn.logger().Warn().Err(err).Msg("write not proposed, closing connection")
 	it.err = err
-	close(it.ready)
+	it.complete()
 }
 
 // buildWriteReply builds the reply of an applied write item (handleWrite).
@@ -265,13 +265,14 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 	if !barrier {
 		return c.enqueue(it)
 	}
+	it.signal = c.readyC
 	// Counted in connWG: this connection's serve goroutine, counted too, is
 	// running, so Stop waits for it; Stop's cancel ends the wait.
 	c.srv.connWG.Go(func() {
 		ctx, cancel := context.WithTimeout(c.srv.stopCtx, writeTimeout)
 		defer cancel()
 		_, it.err = c.srv.node.ReadIndex(ctx)
-		close(it.ready)
+		it.complete()
 	})
 	return c.enqueue(it)
 }
