@@ -38,10 +38,10 @@ func TestHeldProposalKeepsItsTurn(t *testing.T) {
 	go func() { _ = node.Propose(ctx, []byte("x")) }()
 	<-xWriting // the loop is busy: the ops below run in one batch
 	errc := make(chan error, 2)
-	a := &proposal{ctx: context.Background(), data: []byte("A"), done: func(err error) { errc <- err }}
+	a := &proposal{ctx: context.Background(), data: []byte("A"), done: DoneFunc(func(err error) { errc <- err })}
 	node.queuedProposals.Add(1)
 	node.q.push(func(n *Node) { n.held = append(n.held, a) })
-	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, []byte("B"), func(err error) { errc <- err }))
+	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, []byte("B"), DoneFunc(func(err error) { errc <- err })))
 	close(release)
 	require.NoError(t, <-errc)
 	require.NoError(t, <-errc)
@@ -91,8 +91,8 @@ func TestStopFailsUnproposed(t *testing.T) {
 	go func() { _ = node.Propose(ctx, []byte("x")) }()
 	<-fs.writing // the loop is stuck in the write that will fail
 	errc := make(chan error, 2)
-	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, []byte("queued 1"), func(err error) { errc <- err }))
-	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, []byte("queued 2"), func(err error) { errc <- err }))
+	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, []byte("queued 1"), DoneFunc(func(err error) { errc <- err })))
+	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, []byte("queued 2"), DoneFunc(func(err error) { errc <- err })))
 	close(fs.release)
 	for range 2 {
 		select {

@@ -85,8 +85,21 @@ type proposal struct {
 	errC     chan error // capacity 1; nil for ProposeAsync's proposals
 	// done, for ProposeAsync, receives the outcome on the loop goroutine
 	// instead of errC.
-	done func(error)
+	done ProposeDone
 }
+
+// ProposeDone receives the outcome of a ProposeAsync (ProposeAsync says
+// when and where). An interface, so that a caller's own record of the
+// proposal can take it without a closure per proposal.
+type ProposeDone interface {
+	ProposeDone(err error)
+}
+
+// DoneFunc is a func as a ProposeDone.
+type DoneFunc func(err error)
+
+// ProposeDone implements ProposeDone.
+func (f DoneFunc) ProposeDone(err error) { f(err) }
 
 // expired is the error p's caller gave up with (its ctx ended, or its
 // deadline passed), or nil.
@@ -103,7 +116,7 @@ func (p *proposal) expired() error {
 // finish hands the outcome of p (nil: raft accepted it) to its caller.
 func (n *Node) finish(p *proposal, err error) {
 	if p.done != nil {
-		p.done(n.mapErr(err))
+		p.done.ProposeDone(n.mapErr(err))
 		return
 	}
 	p.errC <- err
@@ -430,7 +443,7 @@ func (n *Node) runProposals(ps []*proposal) {
 		if err := p.expired(); err != nil {
 			n.queuedProposals.Add(-1)
 			if p.done != nil {
-				p.done(err) // a ProposeAsync caller is not waiting for errC
+				p.done.ProposeDone(err) // a ProposeAsync caller is not waiting for errC
 			}
 			continue // the caller gave up
 		}
@@ -560,13 +573,13 @@ func (n *Node) forward(lead uint64, data []byte) bool {
 // it queued or held as it exits). An error returned by
 // ProposeAsync itself (ErrEmptyProposal, ErrStopped, ErrNoLeader) means done
 // will not be called.
-func (n *Node) ProposeAsync(ctx context.Context, deadline time.Time, data []byte, done func(error)) error {
+func (n *Node) ProposeAsync(ctx context.Context, deadline time.Time, data []byte, done ProposeDone) error {
 	forwarded, err := n.forwardOrCheck(data)
 	if err != nil {
 		return err
 	}
 	if forwarded {
-		done(nil)
+		done.ProposeDone(nil)
 		return nil
 	}
 	n.queue(&proposal{ctx: ctx, deadline: deadline, data: data, done: done})

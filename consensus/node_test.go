@@ -356,7 +356,7 @@ func TestProposeAsyncSharesOneWrite(t *testing.T) {
 	go func() { // one caller, proposing back to back while a's write is held
 		defer close(queued)
 		for i := range n {
-			if err := node.ProposeAsync(ctx, time.Time{}, []byte("b"+string(rune('0'+i))), func(err error) { errc <- err }); err != nil {
+			if err := node.ProposeAsync(ctx, time.Time{}, []byte("b"+string(rune('0'+i))), DoneFunc(func(err error) { errc <- err })); err != nil {
 				errc <- err
 			}
 		}
@@ -402,7 +402,7 @@ func TestProposeAsyncDeadline(t *testing.T) {
 		{"no deadline", time.Time{}, nil},
 	} {
 		errc := make(chan error, 1)
-		require.NoError(t, node.ProposeAsync(ctx, tt.deadline, []byte(tt.data), func(err error) { errc <- err }))
+		require.NoError(t, node.ProposeAsync(ctx, tt.deadline, []byte(tt.data), DoneFunc(func(err error) { errc <- err })))
 		select {
 		case err := <-errc:
 			require.ErrorIs(t, err, tt.want, tt.data)

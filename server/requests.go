@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
@@ -192,7 +193,7 @@ func (c *conn) proposeItem(it *item, e *entry) bool {
 	// apply (errOutOfOrder). Raft does not take it once the server stops
 	// or past the item's deadline (checked when the raft loop reaches it:
 	// no context or timer per write).
-	if err := c.srv.proposeQueued(c.srv.stopCtx, it.deadline, e, it, nil); err != nil {
+	if err := c.srv.proposeQueued(c.srv.stopCtx, it.deadline, e, it, it); err != nil {
 		it.failed(err)
 		return false
 	}
@@ -212,8 +213,17 @@ func (it *item) applied(r applyResult) {
 	}
 }
 
-// failed implements waiter: the item's entry was not proposed; the writer
-// closes the connection when it reaches it.
+// ProposeDone implements consensus.ProposeDone for a write item: if raft
+// did not take its entry and its waiter was still registered, the item
+// fails (Server.proposeAsync's onFailed).
+func (it *item) ProposeDone(err error) {
+	if err != nil && it.conn.srv.cancelWait(it.reqID) {
+		it.failed(fmt.Errorf("propose: %w", err))
+	}
+}
+
+// failed completes the item as not proposed; the writer closes the
+// connection when it reaches it.
 func (it *item) failed(err error) {
 	it.conn.logger().Warn().Err(err).Msg("write not proposed, closing connection")
 	it.err = err

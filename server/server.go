@@ -335,32 +335,38 @@ func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResu
 // registered (then onApplied never runs); it must not block. The error
 // returned at once is propose's, and then neither callback runs.
 func (s *Server) proposeAsync(ctx context.Context, e *entry, onApplied func(applyResult), onFailed func(error)) error {
-	return s.proposeQueued(ctx, time.Time{}, e, applyFunc(onApplied), onFailed)
+	if e.ReqID == 0 {
+		e.ReqID = s.newReqID()
+	}
+	reqID := e.ReqID
+	return s.proposeQueued(ctx, time.Time{}, e, applyFunc(onApplied), consensus.DoneFunc(func(err error) {
+		if err != nil && s.cancelWait(reqID) {
+			onFailed(fmt.Errorf("propose: %w", err))
+		}
+	}))
 }
 
-// waiter is handed the outcome of a proposed entry (Server.waiters).
+// waiter is handed the result of a proposed entry (Server.waiters): once,
+// on the apply goroutine, with the entry's result on this member, or with
+// errOutOfOrder when a leader change failed the proposal.
 type waiter interface {
-	// applied runs once, on the apply goroutine, with the entry's result
-	// on this member, or with errOutOfOrder when a leader change failed
-	// the proposal.
 	applied(r applyResult)
-	// failed runs instead, on the raft loop, if proposeQueued's entry was
-	// not proposed and no onFailed was given; it must not block.
-	failed(err error)
 }
 
 // applyFunc is a func as a waiter (free to convert: a func is one
-// pointer); its failed does nothing.
+// pointer).
 type applyFunc func(applyResult)
 
 func (f applyFunc) applied(r applyResult) { f(r) }
-func (applyFunc) failed(error)            {}
 
-// proposeQueued is proposeAsync with w as the waiter: onFailed, or if nil
-// w.failed, runs if the entry was not proposed. A non-zero deadline fails
-// the entry if raft has not taken it by then, as a ctx with that deadline
-// would (consensus.Node.ProposeAsync), without a timer.
-func (s *Server) proposeQueued(ctx context.Context, deadline time.Time, e *entry, w waiter, onFailed func(error)) error {
+// proposeQueued registers w as e's waiter and queues e for raft
+// (consensus.Node.ProposeAsync), with done told whether raft took it: if
+// not, done must cancelWait e's waiter (then w is not called) and fail
+// the request; it runs on the raft loop and must not block. A non-zero
+// deadline fails the entry if raft has not taken it by then, as a ctx
+// with that deadline would, without a timer. The error returned at once
+// is propose's, and then neither w nor done runs.
+func (s *Server) proposeQueued(ctx context.Context, deadline time.Time, e *entry, w waiter, done consensus.ProposeDone) error {
 	e.Proposer = s.cfg.ServerID
 	if e.ReqID == 0 {
 		e.ReqID = s.newReqID()
@@ -371,19 +377,8 @@ func (s *Server) proposeQueued(ctx context.Context, deadline time.Time, e *entry
 	s.waitMu.Lock()
 	s.waiters[e.ReqID] = w
 	s.waitMu.Unlock()
-	reqID := e.ReqID
-	err := s.node.ProposeAsync(ctx, deadline, e.data(), func(err error) {
-		if err != nil && s.cancelWait(reqID) {
-			err = fmt.Errorf("propose: %w", err)
-			if onFailed != nil {
-				onFailed(err)
-			} else {
-				w.failed(err)
-			}
-		}
-	})
-	if err != nil {
-		if !s.cancelWait(reqID) {
+	if err := s.node.ProposeAsync(ctx, deadline, e.data(), done); err != nil {
+		if !s.cancelWait(e.ReqID) {
 			return nil // a leader change already handed the waiter its failure
 		}
 		return fmt.Errorf("propose: %w", err)
