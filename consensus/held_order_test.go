@@ -38,7 +38,7 @@ func TestHeldProposalKeepsItsTurn(t *testing.T) {
 	go func() { _ = node.Propose(ctx, []byte("x")) }()
 	<-xWriting // the loop is busy: the ops below run in one batch
 	errc := make(chan error, 2)
-	a := &proposal{ctx: context.Background(), data: []byte("A"), done: DoneFunc(func(err error) { errc <- err })}
+	a := proposal{ctx: context.Background(), data: []byte("A"), done: DoneFunc(func(err error) { errc <- err })}
 	node.queuedProposals.Add(1)
 	node.q.push(func(n *Node) { n.held = append(n.held, a) })
 	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, []byte("B"), DoneFunc(func(err error) { errc <- err })))

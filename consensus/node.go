@@ -50,10 +50,11 @@ type Node struct {
 	q     opQueue     // work for the loop from other goroutines
 
 	// Owned by the loop goroutine.
-	held []*proposal // proposals waiting for a leader
-	// batch and batchData are runQueued's and runProposals' scratch.
-	batch     []*proposal
-	batchData [][]byte
+	held []proposal // proposals waiting for a leader
+	// batch, heldBatch and batchData are runQueued's, retryHeld's and
+	// runProposals' scratch.
+	batch, heldBatch []*proposal
+	batchData        [][]byte
 	// stopping: the loop is exiting; stepProposal fails what it is given
 	// (loop goroutine only).
 	stopping bool
@@ -135,18 +136,20 @@ type opQueue struct {
 }
 
 // queuedOp is a function for the loop, a peer message to step (msg set),
-// or a proposal for stepProposal (prop set), failed at shutdown if never
-// run.
+// or a proposal for stepProposal (isProp), failed at shutdown if never run.
+// The proposal is held by value: a queued write allocates nothing of its
+// own here.
 type queuedOp struct {
-	fn   func(*Node)
-	msg  *pb.Message
-	prop *proposal
+	fn     func(*Node)
+	msg    *pb.Message
+	isProp bool
+	prop   proposal
 }
 
 // pushProposal queues p for stepProposal.
-func (q *opQueue) pushProposal(p *proposal) {
+func (q *opQueue) pushProposal(p proposal) {
 	q.mu.Lock()
-	q.ops = append(q.ops, queuedOp{prop: p})
+	q.ops = append(q.ops, queuedOp{isProp: true, prop: p})
 	q.mu.Unlock()
 	signal(q.wake)
 }
@@ -346,24 +349,24 @@ const maxEarlyRuns = 8
 func (n *Node) runQueued(buf []queuedOp) []queuedOp {
 	buf = n.q.take(buf)
 	for i := 0; i < len(buf); i++ {
-		op := buf[i]
+		op := &buf[i]
 		switch {
 		case op.msg != nil:
 			if err := n.core.Step(op.msg); err != nil {
 				n.lg.Debug().Err(err).Uint64("from", op.msg.GetFrom()).Str("type", op.msg.GetType().String()).Msg("step message")
 			}
-		case op.prop != nil:
+		case op.isProp:
 			// Proposals queued back to back are stepped together, in
 			// order (stepProposals).
-			batch := n.batch[:0]
-			for ; i < len(buf) && buf[i].prop != nil; i++ {
-				batch = append(batch, buf[i].prop)
-				buf[i] = queuedOp{}
+			batch, j := n.batch[:0], i
+			for ; j < len(buf) && buf[j].isProp; j++ {
+				batch = append(batch, &buf[j].prop)
 			}
-			i--
 			n.stepProposals(batch)
 			clear(batch)
 			n.batch = batch[:0]
+			clear(buf[i : j-1])
+			i = j - 1 // cleared below
 		default:
 			op.fn(n)
 		}
@@ -386,7 +389,7 @@ func (n *Node) shutdown() {
 
 // propose runs p on the loop once a leader is known (holding it until then)
 // and waits for raft to accept or drop it.
-func (n *Node) propose(ctx context.Context, p *proposal) error {
+func (n *Node) propose(ctx context.Context, p proposal) error {
 	n.queue(p)
 	select {
 	case err := <-p.errC:
@@ -401,7 +404,7 @@ func (n *Node) propose(ctx context.Context, p *proposal) error {
 // queue hands p to the loop. It stays counted in queuedProposals until it
 // is handed to raft or fails (so a caller's direct forward never overtakes
 // it, forward).
-func (n *Node) queue(p *proposal) {
+func (n *Node) queue(p proposal) {
 	n.queuedProposals.Add(1)
 	n.q.pushProposal(p)
 }
@@ -414,7 +417,8 @@ func (n *Node) queue(p *proposal) {
 func (n *Node) stepProposal(p *proposal) { n.stepProposals([]*proposal{p}) }
 
 // stepProposals is stepProposal for proposals queued one after the other,
-// in that order: raft takes them as one batch (runProposals).
+// in that order: raft takes them as one batch (runProposals). Held ones are
+// copied: ps points into the caller's scratch.
 func (n *Node) stepProposals(ps []*proposal) {
 	if n.stopping {
 		for _, p := range ps {
@@ -425,7 +429,9 @@ func (n *Node) stepProposals(ps []*proposal) {
 	}
 	n.retryHeld()
 	if n.core.Lead() == 0 || len(n.held) > 0 {
-		n.held = append(n.held, ps...)
+		for _, p := range ps {
+			n.held = append(n.held, *p)
+		}
 		return
 	}
 	n.runProposals(ps)
@@ -479,7 +485,13 @@ func (n *Node) retryHeld() {
 	}
 	held := n.held
 	n.held = nil
-	n.runProposals(held)
+	ps := n.heldBatch[:0]
+	for i := range held {
+		ps = append(ps, &held[i])
+	}
+	n.runProposals(ps)
+	clear(ps)
+	n.heldBatch = ps[:0]
 }
 
 // failUnproposed, on the loop as it exits, ends the proposals queued or
@@ -487,14 +499,14 @@ func (n *Node) retryHeld() {
 // caller (whose done would otherwise never run) learns at once that its
 // write will not be applied instead of waiting for its own timeout.
 func (n *Node) failUnproposed() {
-	for _, p := range n.held {
+	for i := range n.held {
 		n.queuedProposals.Add(-1)
-		n.finish(p, ErrStopped)
+		n.finish(&n.held[i], ErrStopped)
 	}
 	n.held = nil
 	for _, op := range n.q.take(nil) {
-		if op.prop != nil {
-			n.stepProposal(op.prop) // stopping: fails it
+		if op.isProp {
+			n.stepProposal(&op.prop) // stopping: fails it
 		}
 	}
 }
@@ -516,7 +528,7 @@ func (n *Node) Propose(ctx context.Context, data []byte) error {
 	if forwarded {
 		return nil
 	}
-	return n.propose(ctx, &proposal{ctx: ctx, data: data, errC: make(chan error, 1)})
+	return n.propose(ctx, proposal{ctx: ctx, data: data, errC: make(chan error, 1)})
 }
 
 // forwardOrCheck is the start of Propose and ProposeAsync: it refuses an
@@ -582,7 +594,7 @@ func (n *Node) ProposeAsync(ctx context.Context, deadline time.Time, data []byte
 		done.ProposeDone(nil)
 		return nil
 	}
-	n.queue(&proposal{ctx: ctx, deadline: deadline, data: data, done: done})
+	n.queue(proposal{ctx: ctx, deadline: deadline, data: data, done: done})
 	return nil
 }
 
