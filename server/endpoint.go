@@ -176,7 +176,7 @@ func (ep *endpoint) closeEntry(xid int32) *entry {
 func syncBarrier() bool { return !mutation.Enabled(mutation.SyncWithoutBarrier) }
 
 // writeReplyBody is the reply code and body of an applied write of op.
-func writeReplyBody(op int32, r *applyResult) (int32, jute.Record) {
+func writeReplyBody(op int32, r *writeResult) (int32, jute.Record) {
 	return new(replyBodies).of(op, r)
 }
 
@@ -191,7 +191,7 @@ type replyBodies struct {
 }
 
 // of is writeReplyBody with b's records, valid until its next call.
-func (b *replyBodies) of(op int32, r *applyResult) (int32, jute.Record) {
+func (b *replyBodies) of(op int32, r *writeResult) (int32, jute.Record) {
 	if r.Err != 0 {
 		return r.Err, nil
 	}

@@ -454,7 +454,7 @@ func (e *Endpoint) proposal(en *entry) *Proposal {
 // Applied reports the applied result of s's proposal.
 func (e *Endpoint) Applied(s Step, a Applied) {
 	// An Err of ErrConnectionLoss is errOutOfOrder: no reply.
-	s.it.res = applyResult{Zxid: a.Zxid, Err: a.Err, Res: znode.Result{Path: a.Path, Stat: a.Stat, Multi: a.Multi}}
+	s.it.res = writeResult{Zxid: a.Zxid, Err: a.Err, Res: znode.Result{Path: a.Path, Stat: a.Stat, Multi: a.Multi}}
 	s.it.complete()
 }
 

@@ -5,20 +5,21 @@ import (
 	"time"
 
 	"github.com/zkraft/zkraft/internal/mutation"
+	"github.com/zkraft/zkraft/znode"
 )
 
 // item is one request of a connection, answered in arrival order. If waits,
 // the item is answered only once complete ran (a write's apply, a sync's
 // read barrier, a reconfig's outcome); build then makes its reply.
 type item struct {
-	waits bool
-	// done is set by complete, after res and err: the item is ready.
-	done atomic.Bool
+	// Fields are ordered so that the item takes 256 bytes (a write
+	// allocates one per request).
+
 	// signal, when not nil, is signalled (without blocking) by complete:
 	// the connection's writer waits on it for the item it answers next
 	// (conn.readyC). Set before anything can complete the item.
 	signal   chan struct{}
-	res      applyResult // set before complete
+	res      writeResult // set before complete
 	err      error       // set before complete; answer closes the connection on it
 	deadline time.Time
 	// build makes the reply frame when the item's turn comes (a read runs
@@ -26,15 +27,7 @@ type item struct {
 	// alias the owner's encoder until the next build.
 	build    func(it *item) (frame []byte, closeAfter bool)
 	received time.Time
-	read     bool   // a read: later writes of the connection wait until it ran
 	reqID    uint64 // the proposal a write waits for, so a timeout can drop its waiter
-	// holdWrites: later writes of the connection wait until it was answered,
-	// as after a read. Set on every item whose reply zxid is read when it is
-	// built (syncs, replies refused before proposing) or is not known when
-	// later writes arrive (reconfig), so reply zxids never go backwards.
-	holdWrites bool
-	// held: the item counts in requestQueue.holding (arrive), until answered.
-	held bool
 	// early is the reply built at arrival, under the read-overtakes-write
 	// mutation only; nil otherwise.
 	early *builtReply
@@ -42,6 +35,26 @@ type item struct {
 	// item is its proposal's waiter, and its reply is built from them.
 	conn    *conn
 	xid, op int32
+	// done is set by complete, after res and err: the item is ready.
+	done  atomic.Bool
+	waits bool // answered only once complete ran
+	read  bool // a read: later writes of the connection wait until it ran
+	// holdWrites: later writes of the connection wait until it was answered,
+	// as after a read. Set on every item whose reply zxid is read when it is
+	// built (syncs, replies refused before proposing) or is not known when
+	// later writes arrive (reconfig), so reply zxids never go backwards.
+	holdWrites bool
+	// held: the item counts in requestQueue.holding (arrive), until answered.
+	held bool
+}
+
+// writeResult is what an item keeps of its entry's applyResult: all but
+// the session, which only the handshake's entries have (and it waits for
+// them without an item), so that an item fits a smaller allocation.
+type writeResult struct {
+	Zxid int64
+	Err  int32
+	Res  znode.Result
 }
 
 // builtReply is a reply built before its turn (read-overtakes-write).

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -348,4 +349,11 @@ func TestRequestQueueGrownRingReleasesFirstSlots(t *testing.T) {
 	for i := range g.q.firstSlots {
 		require.Nil(t, g.q.firstSlots[i].Load(), "first ring slot %d still holds an answered item", i)
 	}
+}
+
+// TestItemFitsItsSizeClass: a write allocates one item per request; at 256
+// bytes it takes the 256-byte size class (a field more, or an applyResult
+// instead of a writeResult, makes it 288 or 320).
+func TestItemFitsItsSizeClass(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(item{}), uintptr(256))
 }

@@ -205,7 +205,7 @@ func (c *conn) proposeItem(it *item, e *entry) bool {
 // order means an earlier write of this connection was lost: the
 // connection closes at once.
 func (it *item) applied(r applyResult) {
-	it.res = r
+	it.res = writeResult{Zxid: r.Zxid, Err: r.Err, Res: r.Res}
 	it.complete()
 	if r.Err == errOutOfOrder {
 		it.conn.logger().Warn().Msg("an earlier write of this connection was lost, closing connection")
@@ -236,7 +236,7 @@ func buildWriteReply(it *item) ([]byte, bool) {
 }
 
 // writeReply encodes the reply of an applied write.
-func (c *conn) writeReply(xid, op int32, r *applyResult) []byte {
+func (c *conn) writeReply(xid, op int32, r *writeResult) []byte {
 	if c.replyBodies == nil {
 		c.replyBodies = new(replyBodies)
 	}
