@@ -228,6 +228,27 @@ func (d *Decoder) ReadString() string {
 	return string(p)
 }
 
+// ReadStringLike is ReadString that returns prev itself, allocating
+// nothing, when the string read has prev's bytes: for a caller that decodes
+// the same strings again and again into a reused record.
+func (d *Decoder) ReadStringLike(prev string) string {
+	n := d.readLength("string")
+	if n <= 0 {
+		return ""
+	}
+	p := d.next(n, "string")
+	if p == nil {
+		return ""
+	}
+	if string(p) == prev {
+		return prev
+	}
+	if d.borrow == BorrowAll {
+		return unsafe.String(&p[0], n)
+	}
+	return string(p)
+}
+
 // ReadStrings reads a vector<ustring>. Count -1 (null) gives nil and count 0
 // a non-nil empty slice.
 func (d *Decoder) ReadStrings() []string {

@@ -231,3 +231,45 @@ func TestDecoderBorrowing(t *testing.T) {
 		t.Errorf("borrowing decode allocates %v times, want 0", n)
 	}
 }
+
+// TestReadStringLike: ReadStringLike reads what ReadString reads (errors
+// included), and returns prev itself, without allocating, when the bytes
+// are prev's.
+func TestReadStringLike(t *testing.T) {
+	e := NewEncoder(nil)
+	e.WriteString("127.0.0.1")
+	e.WriteString("")
+	e.WriteInt(-1)
+	e.WriteString("other")
+	in := e.Bytes()
+	prev := string([]byte("127.0.0.1")) // not the literal: its own memory
+	d := NewDecoder(in, 0)
+	got := d.ReadStringLike(prev)
+	if got != prev || unsafe.StringData(got) != unsafe.StringData(prev) {
+		t.Fatalf("equal string: got %q at %p, want prev at %p", got, unsafe.StringData(got), unsafe.StringData(prev))
+	}
+	if s := d.ReadStringLike(prev); s != "" {
+		t.Fatalf("empty string read as %q", s)
+	}
+	if s := d.ReadStringLike(prev); s != "" {
+		t.Fatalf("null string read as %q", s)
+	}
+	if s := d.ReadStringLike(prev); s != "other" {
+		t.Fatalf("different string read as %q", s)
+	}
+	if d.ReadStringLike(prev); d.Err() == nil || !errors.Is(d.Err(), ErrShortBuffer) {
+		t.Fatalf("read past the end: error %v", d.Err())
+	}
+	short := NewDecoder(in[:6], 0)
+	want := NewDecoder(in[:6], 0)
+	_, _ = short.ReadStringLike(prev), want.ReadString()
+	if short.Err() == nil || short.Err().Error() != want.Err().Error() {
+		t.Fatalf("truncated string: error %v, ReadString's %v", short.Err(), want.Err())
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		d.Reset(in, 0)
+		_ = d.ReadStringLike(prev)
+	}); n != 0 {
+		t.Errorf("reading prev's bytes allocates %v times", n)
+	}
+}

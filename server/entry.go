@@ -150,11 +150,9 @@ func (e *entry) Encode(enc *jute.Encoder) {
 }
 
 // reset empties e for a Decode that reuses its Auth slice (Apply's
-// scratch entry).
+// scratch entry), whose ids Decode keeps where the next entry has the same.
 func (e *entry) reset() {
-	auth := e.Auth[:0]
-	clear(e.Auth)
-	*e = entry{Auth: auth}
+	*e = entry{Auth: e.Auth[:0]}
 }
 
 func (e *entry) Decode(d *jute.Decoder) error {
@@ -180,11 +178,13 @@ func (e *entry) Decode(d *jute.Decoder) error {
 	if e.Auth == nil || cap(e.Auth) < int(n) {
 		e.Auth = make([]jute.Id, n)
 	} else {
-		e.Auth = e.Auth[:n] // reset's: every element is written below
+		e.Auth = e.Auth[:n] // reset's: every element is written below, from what it holds
 	}
 	for i := range e.Auth {
-		e.Auth[i].Scheme = d.ReadString()
-		e.Auth[i].ID = d.ReadString()
+		// A reused entry (Apply's) still holds the last entry's ids:
+		// a connection's writes carry the same ones, kept, not copied.
+		e.Auth[i].Scheme = d.ReadStringLike(e.Auth[i].Scheme)
+		e.Auth[i].ID = d.ReadStringLike(e.Auth[i].ID)
 	}
 	e.Body = d.ReadBuffer()
 	e.Opts = optLocal
