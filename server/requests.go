@@ -177,7 +177,8 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 // writer pops an item only once it was answered, when its waiter is gone
 // (applied hands it over, a failed propose cancels it).
 //
-// it is the proposal's waiter (item.applied, item.failed): its conn is set.
+// it is the proposal's waiter (item.applied) and takes raft's answer to it
+// (item.ProposeDone): its conn and signal are set here.
 func (c *conn) proposeItem(it *item, e *entry) bool {
 	e.ReqID = c.srv.newReqID()
 	it.reqID = e.ReqID // set before the writer can see the item
