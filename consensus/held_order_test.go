@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3"
 )
 
 // A proposal held while no leader was known reaches raft before a later
@@ -102,4 +103,46 @@ func TestStopFailsUnproposed(t *testing.T) {
 			t.Fatal("a proposal queued when the node stopped never ended")
 		}
 	}
+}
+
+// TestRefusedBatchProposedOneByOne: proposals queued back to back go to
+// raft as one batch, which raft refuses whole where it would take the
+// first of them alone (the leader's uncommitted-size limit); each then gets
+// the outcome it would have had proposed alone: y fits beside the
+// uncommitted x, y and z together do not.
+func TestRefusedBatchProposedOneByOne(t *testing.T) {
+	old := maxUncommittedBytes
+	maxUncommittedBytes = 1000
+	t.Cleanup(func() { maxUncommittedBytes = old })
+	x := string(make([]byte, 600))
+	xWriting := make(chan struct{})
+	release := make(chan struct{})
+	testWrapStorage = func(s Storage) Storage {
+		return hookStorage{Storage: s, before: func(w *WriteBatch) {
+			for _, e := range w.Entries {
+				if string(e.GetData()) == x {
+					close(xWriting)
+					<-release
+				}
+			}
+		}}
+	}
+	t.Cleanup(func() { testWrapStorage = nil })
+	sm := newLogSM()
+	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = node.Stop() })
+	ctx := testCtx(t)
+	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
+	xErr := make(chan error, 1)
+	go func() { xErr <- node.Propose(ctx, []byte(x)) }()
+	<-xWriting // x is uncommitted (600 bytes) until its write returns
+	yErr, zErr := make(chan error, 1), make(chan error, 1)
+	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, make([]byte, 300), DoneFunc(func(err error) { yErr <- err })))
+	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, make([]byte, 300), DoneFunc(func(err error) { zErr <- err })))
+	close(release)
+	require.NoError(t, <-xErr)
+	require.NoError(t, <-yErr, "y fits beside x")
+	require.ErrorIs(t, <-zErr, raft.ErrProposalDropped, "y and z do not")
+	sm.waitCount(t, 2)
 }
