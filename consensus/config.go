@@ -24,11 +24,12 @@ const (
 	maxSizePerMsg = 1 << 20
 	// maxInflightMsgs bounds the append messages in flight to one follower.
 	maxInflightMsgs = 256
-	// maxUncommittedBytes bounds the uncommitted tail on the leader; past it
-	// raft drops proposals (Propose returns an error) instead of growing
-	// memory without bound.
-	maxUncommittedBytes = 64 << 20
 )
+
+// maxUncommittedBytes bounds the uncommitted tail on the leader; past it
+// raft drops proposals (Propose returns an error) instead of growing memory
+// without bound. A variable only so that tests can reach it.
+var maxUncommittedBytes uint64 = 64 << 20
 
 // Peer names one member of the raft group.
 type Peer struct {

@@ -375,6 +375,27 @@ func (c *Core) Propose(data []byte) error {
 	return nil
 }
 
+// ProposeBatch hands raft the entries datas in order as one proposal
+// message, as Propose does each: raft appends (or forwards) them together,
+// with one message and one self-acknowledgement for all where Propose makes
+// one of each per entry. An error (raft.ErrProposalDropped) means none was
+// accepted; raft refuses a batch whole where it would have taken its first
+// entries one by one (the leader's uncommitted-size limit), so a caller
+// that wants Propose's outcomes proposes them one by one then.
+func (c *Core) ProposeBatch(datas [][]byte) error {
+	ents := make([]pb.Entry, len(datas))
+	ptrs := make([]*pb.Entry, len(datas))
+	for i, d := range datas {
+		ents[i].Data = d
+		ptrs[i] = &ents[i]
+	}
+	if err := c.rn.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: new(c.cfg.ID), Entries: ptrs}); err != nil {
+		return err
+	}
+	c.propsStepped.Add(uint64(len(datas)))
+	return nil
+}
+
 // ReadIndex asks raft for a read index; the answer carries rctx and reaches
 // CoreOptions.OnReadStates. Raft drops it silently without a leader.
 func (c *Core) ReadIndex(rctx []byte) { c.rn.ReadIndex(rctx) }

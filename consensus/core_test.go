@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
@@ -524,5 +525,45 @@ func TestApplyDurableDuringNextWrite(t *testing.T) {
 			require.Equal(t, "b", <-sm.applied)
 			require.Equal(t, st.lastIndex(), c.AppliedIndex())
 		})
+	}
+}
+
+// TestProposeBatch: a batch's entries are appended in order in one write,
+// and applied in order, as the same proposals made one by one would be;
+// without a leader the whole batch is refused with raft's
+// ErrProposalDropped and counts as nothing raft must forward.
+func TestProposeBatch(t *testing.T) {
+	st := newMemStorage()
+	sm := &chanSM{applied: make(chan string, 16)}
+	c, err := NewCore(Config{ID: 1, Peers: []Peer{{ID: 1}}, Logger: zerolog.Nop()}, sm, CoreOptions{Storage: st})
+	require.NoError(t, err)
+	require.ErrorIs(t, c.ProposeBatch([][]byte{[]byte("x"), []byte("y")}), raft.ErrProposalDropped)
+	require.Zero(t, c.propsStepped.Load())
+	for i := 0; i < 10 && !c.IsLeader(); i++ {
+		for c.HasReady() {
+			require.NoError(t, c.HandleReady())
+		}
+	}
+	require.True(t, c.IsLeader())
+	var written [][]string
+	st.onWrite = func(w *WriteBatch) {
+		var datas []string
+		for _, e := range w.Entries {
+			if len(e.GetData()) > 0 {
+				datas = append(datas, string(e.GetData()))
+			}
+		}
+		if datas != nil {
+			written = append(written, datas)
+		}
+	}
+	require.NoError(t, c.ProposeBatch([][]byte{[]byte("a"), []byte("b"), []byte("c")}))
+	require.Equal(t, uint64(3), c.propsStepped.Load())
+	for c.HasReady() {
+		require.NoError(t, c.HandleReady())
+	}
+	require.Equal(t, [][]string{{"a", "b", "c"}}, written)
+	for _, want := range []string{"a", "b", "c"} {
+		require.Equal(t, want, <-sm.applied)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.etcd.io/raft/v3"
 )
 
 // A proposal held while no leader was known reaches raft before a later
@@ -38,10 +39,10 @@ func TestHeldProposalKeepsItsTurn(t *testing.T) {
 	go func() { _ = node.Propose(ctx, []byte("x")) }()
 	<-xWriting // the loop is busy: the ops below run in one batch
 	errc := make(chan error, 2)
-	a := &proposal{ctx: context.Background(), fn: func(c *Core) error { return c.Propose([]byte("A")) }, done: func(err error) { errc <- err }}
+	a := proposal{ctx: context.Background(), data: []byte("A"), done: DoneFunc(func(err error) { errc <- err })}
 	node.queuedProposals.Add(1)
 	node.q.push(func(n *Node) { n.held = append(n.held, a) })
-	require.NoError(t, node.ProposeAsync(ctx, []byte("B"), func(err error) { errc <- err }))
+	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, []byte("B"), DoneFunc(func(err error) { errc <- err })))
 	close(release)
 	require.NoError(t, <-errc)
 	require.NoError(t, <-errc)
@@ -91,8 +92,8 @@ func TestStopFailsUnproposed(t *testing.T) {
 	go func() { _ = node.Propose(ctx, []byte("x")) }()
 	<-fs.writing // the loop is stuck in the write that will fail
 	errc := make(chan error, 2)
-	require.NoError(t, node.ProposeAsync(ctx, []byte("queued 1"), func(err error) { errc <- err }))
-	require.NoError(t, node.ProposeAsync(ctx, []byte("queued 2"), func(err error) { errc <- err }))
+	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, []byte("queued 1"), DoneFunc(func(err error) { errc <- err })))
+	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, []byte("queued 2"), DoneFunc(func(err error) { errc <- err })))
 	close(fs.release)
 	for range 2 {
 		select {
@@ -102,4 +103,46 @@ func TestStopFailsUnproposed(t *testing.T) {
 			t.Fatal("a proposal queued when the node stopped never ended")
 		}
 	}
+}
+
+// TestRefusedBatchProposedOneByOne: proposals queued back to back go to
+// raft as one batch, which raft refuses whole where it would take the
+// first of them alone (the leader's uncommitted-size limit); each then gets
+// the outcome it would have had proposed alone: y fits beside the
+// uncommitted x, y and z together do not.
+func TestRefusedBatchProposedOneByOne(t *testing.T) {
+	old := maxUncommittedBytes
+	maxUncommittedBytes = 1000
+	t.Cleanup(func() { maxUncommittedBytes = old })
+	x := string(make([]byte, 600))
+	xWriting := make(chan struct{})
+	release := make(chan struct{})
+	testWrapStorage = func(s Storage) Storage {
+		return hookStorage{Storage: s, before: func(w *WriteBatch) {
+			for _, e := range w.Entries {
+				if string(e.GetData()) == x {
+					close(xWriting)
+					<-release
+				}
+			}
+		}}
+	}
+	t.Cleanup(func() { testWrapStorage = nil })
+	sm := newLogSM()
+	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = node.Stop() })
+	ctx := testCtx(t)
+	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
+	xErr := make(chan error, 1)
+	go func() { xErr <- node.Propose(ctx, []byte(x)) }()
+	<-xWriting // x is uncommitted (600 bytes) until its write returns
+	yErr, zErr := make(chan error, 1), make(chan error, 1)
+	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, make([]byte, 300), DoneFunc(func(err error) { yErr <- err })))
+	require.NoError(t, node.ProposeAsync(ctx, time.Time{}, make([]byte, 300), DoneFunc(func(err error) { zErr <- err })))
+	close(release)
+	require.NoError(t, <-xErr)
+	require.NoError(t, <-yErr, "y fits beside x")
+	require.ErrorIs(t, <-zErr, raft.ErrProposalDropped, "y and z do not")
+	sm.waitCount(t, 2)
 }

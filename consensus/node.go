@@ -50,7 +50,11 @@ type Node struct {
 	q     opQueue     // work for the loop from other goroutines
 
 	// Owned by the loop goroutine.
-	held []*proposal // proposals waiting for a leader
+	held []proposal // proposals waiting for a leader
+	// batch, heldBatch and batchData are runQueued's, retryHeld's and
+	// runProposals' scratch.
+	batch, heldBatch []*proposal
+	batchData        [][]byte
 	// stopping: the loop is exiting; stepProposal fails what it is given
 	// (loop goroutine only).
 	stopping bool
@@ -71,20 +75,49 @@ type Node struct {
 // bound or block the transport's reader.
 const maxQueuedSteps = 8192
 
-// proposal is a Propose or conf change waiting for the loop.
+// proposal is a Propose or ProposeAsync waiting for the loop.
 type proposal struct {
-	ctx  context.Context
-	fn   func(*Core) error
-	errC chan error // capacity 1; nil for ProposeAsync's proposals
+	ctx context.Context
+	// deadline, if not zero, fails the proposal with
+	// context.DeadlineExceeded if the loop reaches it at or after then, as
+	// a ctx with that deadline would (ProposeAsync: checked, not timed).
+	deadline time.Time
+	data     []byte     // the entry
+	errC     chan error // capacity 1; nil for ProposeAsync's proposals
 	// done, for ProposeAsync, receives the outcome on the loop goroutine
 	// instead of errC.
-	done func(error)
+	done ProposeDone
+}
+
+// ProposeDone receives the outcome of a ProposeAsync (ProposeAsync says
+// when and where). An interface, so that a caller's own record of the
+// proposal can take it without a closure per proposal.
+type ProposeDone interface {
+	ProposeDone(err error)
+}
+
+// DoneFunc is a func as a ProposeDone.
+type DoneFunc func(err error)
+
+// ProposeDone implements ProposeDone.
+func (f DoneFunc) ProposeDone(err error) { f(err) }
+
+// expired is the error p's caller gave up with (its ctx ended, or its
+// deadline passed), or nil.
+func (p *proposal) expired() error {
+	if err := p.ctx.Err(); err != nil {
+		return err
+	}
+	if !p.deadline.IsZero() && !time.Now().Before(p.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // finish hands the outcome of p (nil: raft accepted it) to its caller.
 func (n *Node) finish(p *proposal, err error) {
 	if p.done != nil {
-		p.done(n.mapErr(err))
+		p.done.ProposeDone(n.mapErr(err))
 		return
 	}
 	p.errC <- err
@@ -102,17 +135,21 @@ type opQueue struct {
 	stepWake chan struct{} // signalled when a peer message is queued
 }
 
-// queuedOp is a function for the loop, or a peer message to step (msg set).
+// queuedOp is a function for the loop, a peer message to step (msg set),
+// or a proposal for stepProposal (isProp), failed at shutdown if never run.
+// The proposal is held by value: a queued write allocates nothing of its
+// own here.
 type queuedOp struct {
-	fn   func(*Node)
-	msg  *pb.Message
-	prop *proposal // a proposal (fn steps it), failed at shutdown if never run
+	fn     func(*Node)
+	msg    *pb.Message
+	isProp bool
+	prop   proposal
 }
 
 // pushProposal queues p for stepProposal.
-func (q *opQueue) pushProposal(p *proposal) {
+func (q *opQueue) pushProposal(p proposal) {
 	q.mu.Lock()
-	q.ops = append(q.ops, queuedOp{fn: func(n *Node) { n.stepProposal(p) }, prop: p})
+	q.ops = append(q.ops, queuedOp{isProp: true, prop: p})
 	q.mu.Unlock()
 	signal(q.wake)
 }
@@ -311,12 +348,26 @@ const maxEarlyRuns = 8
 // runQueued runs the work other goroutines queued, reusing buf.
 func (n *Node) runQueued(buf []queuedOp) []queuedOp {
 	buf = n.q.take(buf)
-	for i, op := range buf {
-		if op.msg != nil {
+	for i := 0; i < len(buf); i++ {
+		op := &buf[i]
+		switch {
+		case op.msg != nil:
 			if err := n.core.Step(op.msg); err != nil {
 				n.lg.Debug().Err(err).Uint64("from", op.msg.GetFrom()).Str("type", op.msg.GetType().String()).Msg("step message")
 			}
-		} else {
+		case op.isProp:
+			// Proposals queued back to back are stepped together, in
+			// order (stepProposals).
+			batch, j := n.batch[:0], i
+			for ; j < len(buf) && buf[j].isProp; j++ {
+				batch = append(batch, &buf[j].prop)
+			}
+			n.stepProposals(batch)
+			clear(batch)
+			n.batch = batch[:0]
+			clear(buf[i : j-1])
+			i = j - 1 // cleared below
+		default:
 			op.fn(n)
 		}
 		buf[i] = queuedOp{}
@@ -338,8 +389,7 @@ func (n *Node) shutdown() {
 
 // propose runs p on the loop once a leader is known (holding it until then)
 // and waits for raft to accept or drop it.
-func (n *Node) propose(ctx context.Context, fn func(*Core) error) error {
-	p := &proposal{ctx: ctx, fn: fn, errC: make(chan error, 1)}
+func (n *Node) propose(ctx context.Context, p proposal) error {
 	n.queue(p)
 	select {
 	case err := <-p.errC:
@@ -354,7 +404,7 @@ func (n *Node) propose(ctx context.Context, fn func(*Core) error) error {
 // queue hands p to the loop. It stays counted in queuedProposals until it
 // is handed to raft or fails (so a caller's direct forward never overtakes
 // it, forward).
-func (n *Node) queue(p *proposal) {
+func (n *Node) queue(p proposal) {
 	n.queuedProposals.Add(1)
 	n.q.pushProposal(p)
 }
@@ -364,31 +414,68 @@ func (n *Node) queue(p *proposal) {
 // are still held, so proposals reach raft in the order they were queued: a
 // leader's heartbeat stepped in the same batch just before p must not let p
 // overtake a proposal held since the leader was lost.
-func (n *Node) stepProposal(p *proposal) {
+func (n *Node) stepProposal(p *proposal) { n.stepProposals([]*proposal{p}) }
+
+// stepProposals is stepProposal for proposals queued one after the other,
+// in that order: raft takes them as one batch (runProposals). Held ones are
+// copied: ps points into the caller's scratch.
+func (n *Node) stepProposals(ps []*proposal) {
 	if n.stopping {
-		n.queuedProposals.Add(-1)
-		n.finish(p, ErrStopped)
+		for _, p := range ps {
+			n.queuedProposals.Add(-1)
+			n.finish(p, ErrStopped)
+		}
 		return
 	}
 	n.retryHeld()
 	if n.core.Lead() == 0 || len(n.held) > 0 {
-		n.held = append(n.held, p)
+		for _, p := range ps {
+			n.held = append(n.held, *p)
+		}
 		return
 	}
-	n.runProposal(p)
+	n.runProposals(ps)
 }
 
-// runProposal hands p to raft (or fails it if its caller gave up) and
-// stops counting it.
-func (n *Node) runProposal(p *proposal) {
-	n.queuedProposals.Add(-1)
-	if err := p.ctx.Err(); err != nil {
-		if p.done != nil {
-			p.done(err) // a ProposeAsync caller is not waiting for errC
+// runProposals hands ps to raft in order (failing those whose caller gave
+// up) and stops counting them. They go as one batch (Core.ProposeBatch:
+// one raft message and append for all); if raft refuses the batch, one by
+// one, so each gets the outcome Propose would have given it. A proposal
+// stops counting in queuedProposals only once raft took it, so a forward
+// cannot overtake it. ps is the caller's scratch: it is reordered.
+func (n *Node) runProposals(ps []*proposal) {
+	live, datas := ps[:0], n.batchData[:0] // live filters ps in place
+	for _, p := range ps {
+		if err := p.expired(); err != nil {
+			n.queuedProposals.Add(-1)
+			if p.done != nil {
+				p.done.ProposeDone(err) // a ProposeAsync caller is not waiting for errC
+			}
+			continue // the caller gave up
 		}
-		return // the caller gave up
+		live = append(live, p)
+		datas = append(datas, p.data)
 	}
-	n.finish(p, p.fn(n.core))
+	var err error
+	if len(live) > 1 {
+		err = n.core.ProposeBatch(datas)
+	}
+	clear(datas)
+	n.batchData = datas[:0]
+	if len(live) > 1 {
+		if err == nil || !errors.Is(err, raft.ErrProposalDropped) {
+			n.queuedProposals.Add(-int64(len(live)))
+			for _, p := range live {
+				n.finish(p, err)
+			}
+			return
+		}
+	}
+	for _, p := range live {
+		err := n.core.Propose(p.data)
+		n.queuedProposals.Add(-1)
+		n.finish(p, err)
+	}
 }
 
 // retryHeld steps the held proposals, in order, once a leader is known.
@@ -398,9 +485,13 @@ func (n *Node) retryHeld() {
 	}
 	held := n.held
 	n.held = nil
-	for _, p := range held {
-		n.runProposal(p)
+	ps := n.heldBatch[:0]
+	for i := range held {
+		ps = append(ps, &held[i])
 	}
+	n.runProposals(ps)
+	clear(ps)
+	n.heldBatch = ps[:0]
 }
 
 // failUnproposed, on the loop as it exits, ends the proposals queued or
@@ -408,14 +499,14 @@ func (n *Node) retryHeld() {
 // caller (whose done would otherwise never run) learns at once that its
 // write will not be applied instead of waiting for its own timeout.
 func (n *Node) failUnproposed() {
-	for _, p := range n.held {
+	for i := range n.held {
 		n.queuedProposals.Add(-1)
-		n.finish(p, ErrStopped)
+		n.finish(&n.held[i], ErrStopped)
 	}
 	n.held = nil
 	for _, op := range n.q.take(nil) {
-		if op.prop != nil {
-			n.stepProposal(op.prop) // stopping: fails it
+		if op.isProp {
+			n.stepProposal(&op.prop) // stopping: fails it
 		}
 	}
 }
@@ -437,7 +528,7 @@ func (n *Node) Propose(ctx context.Context, data []byte) error {
 	if forwarded {
 		return nil
 	}
-	return n.propose(ctx, func(c *Core) error { return c.Propose(data) })
+	return n.propose(ctx, proposal{ctx: ctx, data: data, errC: make(chan error, 1)})
 }
 
 // forwardOrCheck is the start of Propose and ProposeAsync: it refuses an
@@ -487,21 +578,23 @@ func (n *Node) forward(lead uint64, data []byte) bool {
 // on the loop goroutine (or, for a proposal forwarded at once, on the
 // caller's before ProposeAsync returns), with nil when raft accepted the
 // proposal or with Propose's errors (ctx.Err() if ctx ended before the loop
-// reached it); it must not block.
+// reached it, context.DeadlineExceeded if the loop reached it at or after a
+// non-zero deadline: a ctx with that deadline without its timer); it must
+// not block.
 // If the node stops first, done runs with ErrStopped (the loop fails what
 // it queued or held as it exits). An error returned by
 // ProposeAsync itself (ErrEmptyProposal, ErrStopped, ErrNoLeader) means done
 // will not be called.
-func (n *Node) ProposeAsync(ctx context.Context, data []byte, done func(error)) error {
+func (n *Node) ProposeAsync(ctx context.Context, deadline time.Time, data []byte, done ProposeDone) error {
 	forwarded, err := n.forwardOrCheck(data)
 	if err != nil {
 		return err
 	}
 	if forwarded {
-		done(nil)
+		done.ProposeDone(nil)
 		return nil
 	}
-	n.queue(&proposal{ctx: ctx, fn: func(c *Core) error { return c.Propose(data) }, done: done})
+	n.queue(proposal{ctx: ctx, deadline: deadline, data: data, done: done})
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package consensus
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -355,7 +356,7 @@ func TestProposeAsyncSharesOneWrite(t *testing.T) {
 	go func() { // one caller, proposing back to back while a's write is held
 		defer close(queued)
 		for i := range n {
-			if err := node.ProposeAsync(ctx, []byte("b"+string(rune('0'+i))), func(err error) { errc <- err }); err != nil {
+			if err := node.ProposeAsync(ctx, time.Time{}, []byte("b"+string(rune('0'+i))), DoneFunc(func(err error) { errc <- err })); err != nil {
 				errc <- err
 			}
 		}
@@ -378,4 +379,40 @@ func TestProposeAsyncSharesOneWrite(t *testing.T) {
 		want[i] = "b" + string(rune('0'+i))
 	}
 	require.Equal(t, [][]string{want}, batches, "the queued proposals, in order, in the write after a's")
+}
+
+// TestProposeAsyncDeadline: a ProposeAsync whose deadline passed before the
+// loop reached it is not handed to raft and its done gets
+// context.DeadlineExceeded, as with a ctx of that deadline; one with a
+// later deadline, or none, is proposed.
+func TestProposeAsyncDeadline(t *testing.T) {
+	sm := newLogSM()
+	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = node.Stop() })
+	ctx := testCtx(t)
+	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
+	for _, tt := range []struct {
+		data     string
+		deadline time.Time
+		want     error
+	}{
+		{"late", time.Now().Add(-time.Millisecond), context.DeadlineExceeded},
+		{"in time", time.Now().Add(time.Hour), nil},
+		{"no deadline", time.Time{}, nil},
+	} {
+		errc := make(chan error, 1)
+		require.NoError(t, node.ProposeAsync(ctx, tt.deadline, []byte(tt.data), DoneFunc(func(err error) { errc <- err })))
+		select {
+		case err := <-errc:
+			require.ErrorIs(t, err, tt.want, tt.data)
+			if tt.want == nil {
+				require.NoError(t, err, tt.data)
+			}
+		case <-time.After(testTimeout):
+			t.Fatalf("%s: done not called", tt.data)
+		}
+	}
+	sm.waitCount(t, 2)
+	require.Equal(t, []string{"in time", "no deadline"}, sm.state().datas)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unsafe"
 )
 
 // Decoding errors. Decoder errors wrap one of these with the offset and the
@@ -31,7 +32,30 @@ type Decoder struct {
 	off       int
 	maxLength int
 	err       error
+	borrow    Borrow
 }
+
+// Borrow says which decoded values may share memory with a Decoder's input
+// instead of being copies of it. Borrowing saves an allocation and a copy
+// per value; it is for a caller that knows how long the input stays
+// unchanged, and that no value it keeps outlives that.
+type Borrow uint8
+
+const (
+	// BorrowNone: every buffer and string is a copy (NewDecoder, Reset).
+	BorrowNone Borrow = iota
+	// BorrowBuffers: every buffer ([]byte) aliases the input, with its
+	// capacity cut to its length, so an append copies instead of writing
+	// into the input; strings are copies. The buffers are valid while the
+	// input is not modified.
+	BorrowBuffers
+	// BorrowAll: buffers and strings alias the input. A string that
+	// aliases memory which later changes breaks Go's immutable strings
+	// (a map keyed by it corrupts): only for values dropped before the
+	// input is modified or reused, such as a check that decodes a request
+	// and keeps nothing.
+	BorrowAll
+)
 
 // NewDecoder returns a Decoder over b. maxLength bounds every buffer, string
 // and vector length (use jute.maxbuffer); maxLength <= 0 means
@@ -46,10 +70,17 @@ func NewDecoder(b []byte, maxLength int) *Decoder {
 // Reset makes d read b from the start with a new maxLength and clears its
 // error, so that one Decoder can be reused for many frames.
 func (d *Decoder) Reset(b []byte, maxLength int) {
+	d.ResetBorrowing(b, maxLength, BorrowNone)
+}
+
+// ResetBorrowing is Reset with the values d decodes from now on sharing the
+// memory of b as borrow allows (Borrow). Errors, lengths and offsets are
+// those of Reset's decoding of the same input, and so are the values.
+func (d *Decoder) ResetBorrowing(b []byte, maxLength int, borrow Borrow) {
 	if maxLength <= 0 {
 		maxLength = DefaultMaxBuffer
 	}
-	*d = Decoder{b: b, maxLength: maxLength}
+	*d = Decoder{b: b, maxLength: maxLength, borrow: borrow}
 }
 
 // Err returns the first error met, or nil.
@@ -159,7 +190,8 @@ func (d *Decoder) readCount(minSize int, what string) int {
 }
 
 // ReadBuffer reads a length-prefixed buffer. Length -1 (null) gives nil and
-// length 0 a non-nil empty slice. The result is a copy of the input.
+// length 0 a non-nil empty slice. The result is a copy of the input, or
+// aliases it when the Decoder borrows buffers (Borrow).
 func (d *Decoder) ReadBuffer() []byte {
 	n := d.readLength("buffer")
 	if n < 0 {
@@ -169,6 +201,9 @@ func (d *Decoder) ReadBuffer() []byte {
 	if p == nil {
 		return nil
 	}
+	if d.borrow != BorrowNone {
+		return p[:n:n]
+	}
 	out := make([]byte, n)
 	copy(out, p)
 	return out
@@ -176,15 +211,40 @@ func (d *Decoder) ReadBuffer() []byte {
 
 // ReadString reads a length-prefixed ustring. Null (-1) gives "". The bytes
 // are not checked for UTF-8 validity: Java clients send CESU-8 for
-// characters outside the BMP.
+// characters outside the BMP. The result is a copy of the input, or aliases
+// it when the Decoder borrows strings (BorrowAll).
 func (d *Decoder) ReadString() string {
 	n := d.readLength("string")
-	if n < 0 {
+	if n <= 0 {
 		return ""
 	}
 	p := d.next(n, "string")
 	if p == nil {
 		return ""
+	}
+	if d.borrow == BorrowAll {
+		return unsafe.String(&p[0], n)
+	}
+	return string(p)
+}
+
+// ReadStringLike is ReadString that returns prev itself, allocating
+// nothing, when the string read has prev's bytes: for a caller that decodes
+// the same strings again and again into a reused record.
+func (d *Decoder) ReadStringLike(prev string) string {
+	n := d.readLength("string")
+	if n <= 0 {
+		return ""
+	}
+	p := d.next(n, "string")
+	if p == nil {
+		return ""
+	}
+	if string(p) == prev {
+		return prev
+	}
+	if d.borrow == BorrowAll {
+		return unsafe.String(&p[0], n)
 	}
 	return string(p)
 }

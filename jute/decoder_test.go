@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"testing"
+	"unsafe"
 )
 
 func TestDecoderPrimitives(t *testing.T) {
@@ -182,5 +183,93 @@ func TestHugeCountsDoNotAllocate(t *testing.T) {
 		if least > 4096 {
 			t.Errorf("%T: %d bytes allocated for a rejected count", in.rec, least)
 		}
+	}
+}
+
+// TestDecoderBorrowing: which values of a decoded request share the
+// input's memory under each Borrow mode, and that a Decoder borrowing
+// everything decodes a request into reused records without allocating.
+func TestDecoderBorrowing(t *testing.T) {
+	in := Marshal(&SetDataRequest{Path: "/a/b", Data: []byte("some data"), Version: 3})
+	within := func(p unsafe.Pointer) bool {
+		start := uintptr(unsafe.Pointer(&in[0]))
+		return uintptr(p) >= start && uintptr(p) < start+uintptr(len(in))
+	}
+	for _, tt := range []struct {
+		mode                   Borrow
+		dataShared, pathShared bool
+	}{
+		{BorrowNone, false, false},
+		{BorrowBuffers, true, false},
+		{BorrowAll, true, true},
+	} {
+		var d Decoder
+		var r SetDataRequest
+		d.ResetBorrowing(in, 0, tt.mode)
+		if err := d.ReadRecord(&r); err != nil {
+			t.Fatalf("borrow %d: %v", tt.mode, err)
+		}
+		if r.Path != "/a/b" || string(r.Data) != "some data" || r.Version != 3 {
+			t.Fatalf("borrow %d: decoded %+v", tt.mode, r)
+		}
+		if got := within(unsafe.Pointer(&r.Data[0])); got != tt.dataShared {
+			t.Errorf("borrow %d: data shares the input: %v, want %v", tt.mode, got, tt.dataShared)
+		}
+		if got := within(unsafe.Pointer(unsafe.StringData(r.Path))); got != tt.pathShared {
+			t.Errorf("borrow %d: path shares the input: %v, want %v", tt.mode, got, tt.pathShared)
+		}
+		if cap(r.Data) != len(r.Data) && tt.dataShared {
+			t.Errorf("borrow %d: borrowed data has capacity %d for %d bytes", tt.mode, cap(r.Data), len(r.Data))
+		}
+	}
+	var d Decoder
+	var r SetDataRequest
+	if n := testing.AllocsPerRun(100, func() {
+		d.ResetBorrowing(in, 0, BorrowAll)
+		_ = d.ReadRecord(&r)
+	}); n != 0 {
+		t.Errorf("borrowing decode allocates %v times, want 0", n)
+	}
+}
+
+// TestReadStringLike: ReadStringLike reads what ReadString reads (errors
+// included), and returns prev itself, without allocating, when the bytes
+// are prev's.
+func TestReadStringLike(t *testing.T) {
+	e := NewEncoder(nil)
+	e.WriteString("127.0.0.1")
+	e.WriteString("")
+	e.WriteInt(-1)
+	e.WriteString("other")
+	in := e.Bytes()
+	prev := string([]byte("127.0.0.1")) // not the literal: its own memory
+	d := NewDecoder(in, 0)
+	got := d.ReadStringLike(prev)
+	if got != prev || unsafe.StringData(got) != unsafe.StringData(prev) {
+		t.Fatalf("equal string: got %q at %p, want prev at %p", got, unsafe.StringData(got), unsafe.StringData(prev))
+	}
+	if s := d.ReadStringLike(prev); s != "" {
+		t.Fatalf("empty string read as %q", s)
+	}
+	if s := d.ReadStringLike(prev); s != "" {
+		t.Fatalf("null string read as %q", s)
+	}
+	if s := d.ReadStringLike(prev); s != "other" {
+		t.Fatalf("different string read as %q", s)
+	}
+	if d.ReadStringLike(prev); d.Err() == nil || !errors.Is(d.Err(), ErrShortBuffer) {
+		t.Fatalf("read past the end: error %v", d.Err())
+	}
+	short := NewDecoder(in[:6], 0)
+	want := NewDecoder(in[:6], 0)
+	_, _ = short.ReadStringLike(prev), want.ReadString()
+	if short.Err() == nil || short.Err().Error() != want.Err().Error() {
+		t.Fatalf("truncated string: error %v, ReadString's %v", short.Err(), want.Err())
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		d.Reset(in, 0)
+		_ = d.ReadStringLike(prev)
+	}); n != 0 {
+		t.Errorf("reading prev's bytes allocates %v times", n)
 	}
 }

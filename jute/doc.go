@@ -21,7 +21,10 @@
 //     checked against the smallest size its elements can have.
 //   - The first decoding error is sticky and wraps ErrShortBuffer (which wraps
 //     io.ErrUnexpectedEOF), ErrTooLong or ErrUnknownMultiOp.
-//   - Decoded values never alias the input.
+//   - Decoded values never alias the input, unless the Decoder was told to
+//     borrow (Decoder.ResetBorrowing): then its buffers, and with BorrowAll
+//     its strings, share the input's memory, and are otherwise equal to
+//     what a Decoder that copies returns.
 //   - decode(encode(r)) == r for every record (nil and empty buffers and
 //     vectors are kept apart). The optional trailing readOnly byte of the
 //     handshake records is written only when HasReadOnly is set.

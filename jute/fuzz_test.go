@@ -6,6 +6,7 @@ import (
 	"io"
 	"reflect"
 	"testing"
+	"unsafe"
 )
 
 // recordTypes returns one zero record of every sampled record type.
@@ -35,7 +36,9 @@ func FuzzDecodeRecords(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte) {
 		for _, typ := range types {
 			got := newLike(typ)
-			if Unmarshal(in, got) != nil {
+			err := Unmarshal(in, got)
+			checkBorrowing(t, in, got, err)
+			if err != nil {
 				continue
 			}
 			enc := Marshal(got)
@@ -94,4 +97,71 @@ func FuzzReadFrame(f *testing.F) {
 			buf = body
 		}
 	})
+}
+
+// checkBorrowing decodes in as want's type with each Borrow mode and fails t
+// unless the outcome is the copying Decoder's: the same error (wantErr) and,
+// without one, equal values, of which only borrowed ones may share in's
+// memory.
+func checkBorrowing(t *testing.T, in []byte, want Record, wantErr error) {
+	t.Helper()
+	for _, mode := range []Borrow{BorrowNone, BorrowBuffers, BorrowAll} {
+		got := newLike(want)
+		var d Decoder
+		d.ResetBorrowing(in, DefaultMaxBuffer, mode)
+		err := d.ReadRecord(got)
+		if (err == nil) != (wantErr == nil) || (err != nil && err.Error() != errors.Unwrap(wantErr).Error()) {
+			t.Fatalf("%T, borrow %d: error %v; copying decoder's %v", got, mode, err, wantErr)
+		}
+		if err != nil {
+			continue
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%T, borrow %d: decoded %#v; copying decoder's %#v", got, mode, got, want)
+		}
+		checkAliasing(t, reflect.ValueOf(got), in, mode)
+	}
+}
+
+// checkAliasing fails t if a buffer or string inside v shares in's memory
+// where mode does not allow it, or a borrowed buffer's capacity reaches
+// past its length.
+func checkAliasing(t *testing.T, v reflect.Value, in []byte, mode Borrow) {
+	t.Helper()
+	within := func(p unsafe.Pointer) bool {
+		if len(in) == 0 {
+			return false
+		}
+		start := uintptr(unsafe.Pointer(&in[0]))
+		return uintptr(p) >= start && uintptr(p) < start+uintptr(len(in))
+	}
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			checkAliasing(t, v.Elem(), in, mode)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			checkAliasing(t, v.Field(i), in, mode)
+		}
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			if v.Len() > 0 && within(v.UnsafePointer()) {
+				if mode == BorrowNone {
+					t.Fatalf("a buffer aliases the input without borrowing")
+				}
+				if v.Cap() != v.Len() {
+					t.Fatalf("a borrowed buffer of %d bytes has capacity %d", v.Len(), v.Cap())
+				}
+			}
+			return
+		}
+		for i := range v.Len() {
+			checkAliasing(t, v.Index(i), in, mode)
+		}
+	case reflect.String:
+		if s := v.String(); len(s) > 0 && within(unsafe.Pointer(unsafe.StringData(s))) && mode != BorrowAll {
+			t.Fatalf("string %q aliases the input with borrow %d", s, mode)
+		}
+	}
 }

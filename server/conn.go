@@ -50,6 +50,10 @@ type conn struct {
 	// saslServer is the connection's DIGEST-MD5 exchange, made at its first
 	// SASL request (reader goroutine only).
 	saslServer *sasl.DigestMD5Server
+	// writeDec checks write requests before they are proposed (reader
+	// goroutine only; it keeps nothing of a request once checked). Made at
+	// the first write: a session that only connects and closes needs none.
+	writeDec *writeDecoder
 
 	// replies is the connection's request queue and its decisions
 	// (requestqueue.go, replyqueue.go): the items in arrival order, the
@@ -58,11 +62,15 @@ type conn struct {
 	// pushes, the writer answers the front item.
 	replies   requestQueue
 	avail     chan struct{} // an item was pushed (wakes the writer)
+	readyC    chan struct{} // an item completed (item.complete; wakes the writer)
 	space     chan struct{} // a pop made room for a waiting reader (wakes it)
 	readsDone chan struct{}
 	enc       *jute.Encoder // writer goroutine only; from encoderPool at the first reply (nil before)
 	deadline  *time.Timer   // writer goroutine only: the answered item's deadline
 	bw        *bufio.Writer // writer goroutine only
+	// replyBodies are the records write replies are encoded from (writer
+	// goroutine only; made at the first write reply).
+	replyBodies *replyBodies
 
 	wake chan struct{} // a notification or ping reply was queued
 
@@ -88,6 +96,7 @@ func newConn(srv *Server, nc net.Conn) *conn {
 		ip:          host,
 		remote:      remote,
 		avail:       make(chan struct{}, 1),
+		readyC:      make(chan struct{}, 1),
 		space:       make(chan struct{}, 1),
 		bw:          writerPool.Get().(*bufio.Writer),
 		wake:        make(chan struct{}, 1),
@@ -422,9 +431,8 @@ func (c *conn) readLoop(br *bufio.Reader) {
 			c.logger().Warn().Int("length", len(frame)).Msg("request header too short, closing connection")
 			return
 		}
-		var hdr jute.RequestHeader
-		d := jute.NewDecoder(frame, len(frame))
-		_ = d.ReadRecord(&hdr)
+		// The RequestHeader record (xid, type), read in place.
+		hdr := jute.RequestHeader{Xid: int32(binary.BigEndian.Uint32(frame)), Type: int32(binary.BigEndian.Uint32(frame[4:]))}
 		if !c.handle(hdr, frame[8:]) {
 			return
 		}
@@ -524,7 +532,7 @@ func (c *conn) writeLoop() {
 
 func (c *conn) answer(it *item) bool {
 	defer c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
-	if it.ready != nil {
+	if !it.isReady() {
 		// One timer per connection, reset per item: a timer per write was
 		// a steady allocation on the write path. Since Go 1.23 a Reset
 		// timer never delivers a value from before the Reset.
@@ -537,18 +545,16 @@ func (c *conn) answer(it *item) bool {
 		timer := c.deadline
 		defer timer.Stop()
 	wait:
-		for {
+		for !it.isReady() {
 			select {
-			case <-it.ready:
-				break wait
+			case <-c.readyC:
+				// An item completed, maybe a later one: checked again.
 			case <-c.wake:
 				// Events up to the last applied zxid, read before
 				// checking, may pass its reply (replyQueue.whileWaiting).
 				applied := c.srv.sm.lastZxid.Load()
-				select {
-				case <-it.ready:
+				if it.isReady() {
 					break wait
-				default:
 				}
 				if !c.flushOOB(c.replies.whileWaiting(applied)) || c.bw.Flush() != nil {
 					return false
@@ -595,7 +601,7 @@ func (c *conn) answer(it *item) bool {
 		lat := d.Milliseconds()
 		c.stats.recordLatency(lat)
 		c.srv.stats.recordLatency(lat)
-		if it.read || it.ready != nil {
+		if it.read || it.waits {
 			c.srv.observeRequest(it.read, d)
 		}
 	}

@@ -140,7 +140,7 @@ func TestCloseFromApplyHookDoesNotBlock(t *testing.T) {
 		{"session expired", func(s *Server, c *conn) { s.sessionClosed(c.sessionID, true, 0) }},
 		{"state replaced by a snapshot", func(s *Server, _ *conn) { s.stateReplaced() }},
 		{"write refused as out of order", func(_ *Server, c *conn) {
-			c.onApplied(&item{ready: make(chan struct{})})(applyResult{Err: errOutOfOrder})
+			(&item{waits: true, conn: c}).applied(applyResult{Err: errOutOfOrder})
 		}},
 	}
 	for _, tt := range tests {

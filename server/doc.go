@@ -23,7 +23,7 @@
 // queued events and ping replies are written before each reply. Two
 // drivers share it: conn.go's reader (arrive, push; it waits in waitReads
 // and, when the queue is full, for a pop) and writer (front, pop, turn; it
-// waits for the front item's ready channel, and writes), and Endpoint
+// waits until the front item is ready (item.complete), and writes), and Endpoint
 // (replica.go), which drives the same calls step by step on one goroutine
 // for the deterministic simulator (Receive, Next, Applied/Synced/Failed,
 // Replies). The read-overtakes-write mutation (requestQueue.arrive) builds a

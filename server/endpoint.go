@@ -151,8 +151,7 @@ type endpoint struct {
 // must decode as the request of op within maxLen (0, or the code it is
 // refused with).
 func checkWrite(op int32, body []byte, maxLen int) int32 {
-	_, code := decodeWrite(op, body, maxLen)
-	return code
+	return new(writeDecoder).check(op, body, maxLen)
 }
 
 // writeEntry builds the entry of the connection's next write. It carries
@@ -177,19 +176,38 @@ func (ep *endpoint) closeEntry(xid int32) *entry {
 func syncBarrier() bool { return !mutation.Enabled(mutation.SyncWithoutBarrier) }
 
 // writeReplyBody is the reply code and body of an applied write of op.
-func writeReplyBody(op int32, r *applyResult) (int32, jute.Record) {
+func writeReplyBody(op int32, r *writeResult) (int32, jute.Record) {
+	return new(replyBodies).of(op, r)
+}
+
+// replyBodies holds the records of write replies, reused by one
+// connection's writer: a reply is encoded as soon as it is built, and the
+// record is not used after that.
+type replyBodies struct {
+	create  jute.CreateResponse
+	create2 jute.Create2Response
+	stat    jute.StatResponse
+	multi   jute.MultiResponse
+}
+
+// of is writeReplyBody with b's records, valid until its next call.
+func (b *replyBodies) of(op int32, r *writeResult) (int32, jute.Record) {
 	if r.Err != 0 {
 		return r.Err, nil
 	}
 	switch op {
 	case jute.OpCreate:
-		return 0, &jute.CreateResponse{Path: r.Res.Path}
+		b.create = jute.CreateResponse{Path: r.Res.Path}
+		return 0, &b.create
 	case jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
-		return 0, &jute.Create2Response{Path: r.Res.Path, Stat: r.Res.Stat}
+		b.create2 = jute.Create2Response{Path: r.Res.Path, Stat: r.Res.Stat}
+		return 0, &b.create2
 	case jute.OpSetData, jute.OpSetACL:
-		return 0, &jute.StatResponse{Stat: r.Res.Stat}
+		b.stat = jute.StatResponse{Stat: r.Res.Stat}
+		return 0, &b.stat
 	case jute.OpMulti:
-		return 0, &jute.MultiResponse{Results: r.Res.Multi}
+		b.multi = jute.MultiResponse{Results: r.Res.Multi}
+		return 0, &b.multi
 	}
 	return 0, nil
 }

@@ -149,6 +149,12 @@ func (e *entry) Encode(enc *jute.Encoder) {
 	enc.WriteInt(int32(e.Opts &^ optLocal))
 }
 
+// reset empties e for a Decode that reuses its Auth slice (Apply's
+// scratch entry), whose ids Decode keeps where the next entry has the same.
+func (e *entry) reset() {
+	*e = entry{Auth: e.Auth[:0]}
+}
+
 func (e *entry) Decode(d *jute.Decoder) error {
 	v := d.ReadInt()
 	if d.Err() == nil && v != entryVersion && v != 1 {
@@ -169,10 +175,16 @@ func (e *entry) Decode(d *jute.Decoder) error {
 		}
 		return fmt.Errorf("entry: %w", d.Err())
 	}
-	e.Auth = make([]jute.Id, n)
+	if e.Auth == nil || cap(e.Auth) < int(n) {
+		e.Auth = make([]jute.Id, n)
+	} else {
+		e.Auth = e.Auth[:n] // reset's: every element is written below, from what it holds
+	}
 	for i := range e.Auth {
-		e.Auth[i].Scheme = d.ReadString()
-		e.Auth[i].ID = d.ReadString()
+		// A reused entry (Apply's) still holds the last entry's ids:
+		// a connection's writes carry the same ones, kept, not copied.
+		e.Auth[i].Scheme = d.ReadStringLike(e.Auth[i].Scheme)
+		e.Auth[i].ID = d.ReadStringLike(e.Auth[i].ID)
 	}
 	e.Body = d.ReadBuffer()
 	e.Opts = optLocal

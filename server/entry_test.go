@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -85,5 +86,34 @@ func TestEntryDataExactSize(t *testing.T) {
 			require.Equal(t, enc.Bytes(), d)
 			require.Equal(t, len(d), cap(d))
 		})
+	}
+}
+
+// TestEntryDecodeIntoScratch: Apply decodes every entry into one reused
+// entry (reset, then Decode with a decoder borrowing buffers); each entry
+// must come out as a fresh decode of it, with nothing left from the one
+// before (more auth ids, options, a body).
+func TestEntryDecodeIntoScratch(t *testing.T) {
+	entries := []entry{
+		{Proposer: 1, ReqID: 2, Type: jute.OpCreate, Body: []byte("body"), ConnID: 9, Seq: 3,
+			Auth: []jute.Id{{Scheme: "ip", ID: "127.0.0.1"}, {Scheme: "digest", ID: "bob:x"}}, Opts: optTTL | optX509},
+		{Proposer: 1, ReqID: 3, Type: jute.OpSetData, Body: []byte("b"), Auth: []jute.Id{{Scheme: "ip", ID: "10.0.0.1"}}},
+		{Type: entryCloseSession, SessionID: 5},
+		{Type: entryCreateSession, Body: CreateSessionBody(7, 30000, make([]byte, 16)),
+			Auth: []jute.Id{{Scheme: "x509", ID: "CN=a"}, {Scheme: "sasl", ID: "u"}, {Scheme: "ip", ID: "::1"}}},
+	}
+	var scratch entry
+	var d jute.Decoder
+	for i := range entries {
+		data := entries[i].data()
+		var fresh entry
+		require.NoError(t, fresh.Decode(jute.NewDecoder(data, len(data))))
+		scratch.reset()
+		d.ResetBorrowing(data, len(data), jute.BorrowBuffers)
+		require.NoError(t, scratch.Decode(&d))
+		require.True(t, slices.Equal(fresh.Auth, scratch.Auth), "entry %d: auth %v, want %v", i, scratch.Auth, fresh.Auth)
+		got, want := scratch, fresh
+		got.Auth, want.Auth = nil, nil
+		require.Equal(t, want, got, "entry %d", i)
 	}
 }

@@ -54,10 +54,10 @@ func TestDroppedRequestsForgetTheirWaiters(t *testing.T) {
 	c, _ := pipeConn(t, s)
 	const reqID = 0xfeed
 	s.waitMu.Lock()
-	s.waiters[reqID] = func(applyResult) {}
+	s.waiters[reqID] = applyFunc(func(applyResult) {})
 	s.waitMu.Unlock()
 	s.stats.outstanding.Add(1)
-	require.True(t, c.replies.push(&item{reqID: reqID, ready: make(chan struct{})}))
+	require.True(t, c.replies.push(&item{reqID: reqID, waits: true}))
 	c.dropUnanswered()
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()

@@ -19,3 +19,12 @@ const newConnBytes = 64 << 10
 // -race (measured: 215 KiB at 100k znodes); the payload, 20 MB, would
 // be far above it.
 const snapshotStreamBytes = 1 << 20
+
+// writePathAllocs and writePathBytes bound TestWritePathAllocations under
+// -race (measured as without: 10 allocations and 1.3 KB per setData); a
+// little more room, as the race detector's sync.Pool drops a quarter of
+// what is put back.
+const (
+	writePathAllocs = 24
+	writePathBytes  = 3072
+)

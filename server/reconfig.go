@@ -132,10 +132,10 @@ func (c *conn) handleReconfig(xid int32, body []byte) bool {
 	if !c.waitReads() {
 		return false
 	}
-	it := &item{ready: make(chan struct{}), deadline: time.Now().Add(writeTimeout), holdWrites: true}
+	it := &item{waits: true, signal: c.readyC, deadline: time.Now().Add(writeTimeout), holdWrites: true}
 	go func() {
 		it.res.Err, it.res.Zxid = srv.reconfigure(&r)
-		close(it.ready)
+		it.complete()
 	}()
 	it.build = func(it *item) ([]byte, bool) {
 		if it.res.Err != 0 {

@@ -454,18 +454,18 @@ func (e *Endpoint) proposal(en *entry) *Proposal {
 // Applied reports the applied result of s's proposal.
 func (e *Endpoint) Applied(s Step, a Applied) {
 	// An Err of ErrConnectionLoss is errOutOfOrder: no reply.
-	s.it.res = applyResult{Zxid: a.Zxid, Err: a.Err, Res: znode.Result{Path: a.Path, Stat: a.Stat, Multi: a.Multi}}
-	close(s.it.ready)
+	s.it.res = writeResult{Zxid: a.Zxid, Err: a.Err, Res: znode.Result{Path: a.Path, Stat: a.Stat, Multi: a.Multi}}
+	s.it.complete()
 }
 
 // Synced reports that the ReadIndex barrier of sync s applied.
-func (e *Endpoint) Synced(s Step) { close(s.it.ready) }
+func (e *Endpoint) Synced(s Step) { s.it.complete() }
 
 // Failed reports that s's proposal or barrier failed: the connection is
 // closed, with no reply, when its turn comes.
 func (e *Endpoint) Failed(s Step) {
 	s.it.err = errNotProposed
-	close(s.it.ready)
+	s.it.complete()
 }
 
 // Replies answers the queued requests in arrival order, as the server's

@@ -155,7 +155,7 @@ func (q *replyQueue) timedOut(it *item) (cancel uint64) { return it.reqID }
 // leader change, errOutOfOrder, or the sync barrier could not be had)
 // gets none: the connection is closed and the client reports ConnectionLoss.
 func (q *replyQueue) answers(it *item) bool {
-	return it.ready == nil || (it.err == nil && it.res.Err != errOutOfOrder)
+	return !it.waits || (it.err == nil && it.res.Err != errOutOfOrder)
 }
 
 // answered records that it was answered (or dropped before it was queued);

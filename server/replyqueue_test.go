@@ -100,26 +100,26 @@ func TestReplyQueueItems(t *testing.T) {
 		run  func(t *testing.T, q *replyQueue)
 	}{
 		{"a write waits until its deadline, then its waiter is cancelled", func(t *testing.T, q *replyQueue) {
-			it := &item{ready: make(chan struct{}), deadline: now.Add(3 * time.Second), reqID: 42}
+			it := &item{waits: true, deadline: now.Add(3 * time.Second), reqID: 42}
 			require.Equal(t, 3*time.Second, q.waitFor(it, now))
 			require.LessOrEqual(t, q.waitFor(it, now.Add(3*time.Second)), time.Duration(0))
 			require.Equal(t, uint64(42), q.timedOut(it))
 		}},
 		{"a sync waits until its deadline and has no proposal to cancel", func(t *testing.T, q *replyQueue) {
-			it := &item{ready: make(chan struct{}), deadline: now.Add(time.Second), holdWrites: true}
+			it := &item{waits: true, deadline: now.Add(time.Second), holdWrites: true}
 			require.Equal(t, time.Second, q.waitFor(it, now))
 			require.Zero(t, q.timedOut(it))
 		}},
 		{"a lost proposal (errOutOfOrder) is closed with no reply", func(t *testing.T, q *replyQueue) {
-			it := &item{ready: make(chan struct{})}
+			it := &item{waits: true}
 			it.res.Err = errOutOfOrder
 			require.False(t, q.answers(it))
 		}},
 		{"a failed barrier is closed with no reply", func(t *testing.T, q *replyQueue) {
-			require.False(t, q.answers(&item{ready: make(chan struct{}), err: errors.New("no barrier")}))
+			require.False(t, q.answers(&item{waits: true, err: errors.New("no barrier")}))
 		}},
 		{"an applied write and an item not waited for are answered", func(t *testing.T, q *replyQueue) {
-			require.True(t, q.answers(&item{ready: make(chan struct{})}))
+			require.True(t, q.answers(&item{waits: true}))
 			require.True(t, q.answers(&item{read: true}))
 		}},
 		{"notification back-pressure: past maxOOB unread events the push fails", func(t *testing.T, q *replyQueue) {

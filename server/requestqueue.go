@@ -5,23 +5,40 @@ import (
 	"time"
 
 	"github.com/zkraft/zkraft/internal/mutation"
+	"github.com/zkraft/zkraft/znode"
 )
 
-// item is one request of a connection, answered in arrival order. If ready
-// is not nil, the item is answered only once it is closed (a write's apply,
-// a sync's read barrier, a reconfig's outcome); build then makes its reply.
+// item is one request of a connection, answered in arrival order. If waits,
+// the item is answered only once complete ran (a write's apply, a sync's
+// read barrier, a reconfig's outcome); build then makes its reply.
 type item struct {
-	ready    chan struct{}
-	res      applyResult // set before ready is closed
-	err      error       // set before ready is closed; answer closes the connection on it
+	// Fields are ordered so that the item takes 256 bytes (a write
+	// allocates one per request).
+
+	// signal, when not nil, is signalled (without blocking) by complete:
+	// the connection's writer waits on it for the item it answers next
+	// (conn.readyC). Set before anything can complete the item.
+	signal   chan struct{}
+	res      writeResult // set before complete
+	err      error       // set before complete; answer closes the connection on it
 	deadline time.Time
 	// build makes the reply frame when the item's turn comes (a read runs
 	// then); closeAfter: the connection is closed after it. The frame may
 	// alias the owner's encoder until the next build.
 	build    func(it *item) (frame []byte, closeAfter bool)
 	received time.Time
-	read     bool   // a read: later writes of the connection wait until it ran
 	reqID    uint64 // the proposal a write waits for, so a timeout can drop its waiter
+	// early is the reply built at arrival, under the read-overtakes-write
+	// mutation only; nil otherwise.
+	early *builtReply
+	// conn, xid and op are a connection's write's (conn.handleWrite): the
+	// item is its proposal's waiter, and its reply is built from them.
+	conn    *conn
+	xid, op int32
+	// done is set by complete, after res and err: the item is ready.
+	done  atomic.Bool
+	waits bool // answered only once complete ran
+	read  bool // a read: later writes of the connection wait until it ran
 	// holdWrites: later writes of the connection wait until it was answered,
 	// as after a read. Set on every item whose reply zxid is read when it is
 	// built (syncs, replies refused before proposing) or is not known when
@@ -29,9 +46,15 @@ type item struct {
 	holdWrites bool
 	// held: the item counts in requestQueue.holding (arrive), until answered.
 	held bool
-	// early is the reply built at arrival, under the read-overtakes-write
-	// mutation only; nil otherwise.
-	early *builtReply
+}
+
+// writeResult is what an item keeps of its entry's applyResult: all but
+// the session, which only the handshake's entries have (and it waits for
+// them without an item), so that an item fits a smaller allocation.
+type writeResult struct {
+	Zxid int64
+	Err  int32
+	Res  znode.Result
 }
 
 // builtReply is a reply built before its turn (read-overtakes-write).
@@ -62,22 +85,22 @@ func refusalItem(build func(it *item) ([]byte, bool)) *item {
 }
 
 // syncItem is a sync, answered with the zxid applied when it is built: if
-// barrier, once its ReadIndex barrier applied (ready closed). Later writes
+// barrier, once its ReadIndex barrier applied (complete). Later writes
 // wait until it was answered, so a write sent after a sync is applied
 // after it, as in ZooKeeper.
 func syncItem(barrier bool, deadline time.Time, build func(it *item) ([]byte, bool)) *item {
 	it := &item{holdWrites: true, build: build}
 	if barrier {
-		it.ready, it.deadline = make(chan struct{}), deadline
+		it.waits, it.deadline = true, deadline
 	}
 	return it
 }
 
 // writeItem is a write or closeSession, answered once its entry applied
-// (ready closed, res set). It holds nothing back: entries of a connection
+// (res set, complete). It holds nothing back: entries of a connection
 // apply in the order they were proposed.
 func writeItem(deadline time.Time, build func(it *item) ([]byte, bool)) *item {
-	return &item{ready: make(chan struct{}), deadline: deadline, build: build}
+	return &item{waits: true, deadline: deadline, build: build}
 }
 
 // holdsWrites reports whether later writes of the connection must wait
@@ -87,16 +110,22 @@ func writeItem(deadline time.Time, build func(it *item) ([]byte, bool)) *item {
 func (it *item) holdsWrites() bool { return it.read || it.holdWrites }
 
 // isReady reports whether it may be answered now: it waits for nothing, or
-// what it waits for happened (its ready channel is closed).
+// what it waits for happened (complete ran).
 func (it *item) isReady() bool {
-	if it.ready == nil {
-		return true
-	}
-	select {
-	case <-it.ready:
-		return true
-	default:
-		return false
+	return !it.waits || it.done.Load()
+}
+
+// complete marks a waiting item ready, once its res or err is set, and
+// wakes its connection's writer. Any goroutine may call it, once. An item
+// has no channel of its own: one per write was an allocation on the write
+// path.
+func (it *item) complete() {
+	it.done.Store(true)
+	if it.signal != nil {
+		select {
+		case it.signal <- struct{}{}:
+		default: // a wake-up is pending already: the writer checks every item it waits for
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -35,7 +36,7 @@ func (g *queueRig) read() *item {
 
 // write is an item waiting for its apply; apply sets the state.
 func (g *queueRig) write() *item {
-	return &item{ready: make(chan struct{}), build: func(it *item) ([]byte, bool) {
+	return &item{waits: true, build: func(it *item) ([]byte, bool) {
 		g.replyZxid = it.res.Zxid
 		return []byte{byte(it.res.Zxid)}, false
 	}}
@@ -44,7 +45,7 @@ func (g *queueRig) write() *item {
 func (g *queueRig) apply(it *item, zxid int64) {
 	g.state = zxid
 	it.res.Zxid = zxid
-	close(it.ready)
+	it.complete()
 }
 
 // add arrives and pushes it, as the reader does.
@@ -348,4 +349,11 @@ func TestRequestQueueGrownRingReleasesFirstSlots(t *testing.T) {
 	for i := range g.q.firstSlots {
 		require.Nil(t, g.q.firstSlots[i].Load(), "first ring slot %d still holds an answered item", i)
 	}
+}
+
+// TestItemFitsItsSizeClass: a write allocates one item per request; at 256
+// bytes it takes the 256-byte size class (a field more, or an applyResult
+// instead of a writeResult, makes it 288 or 320).
+func TestItemFitsItsSizeClass(t *testing.T) {
+	require.LessOrEqual(t, unsafe.Sizeof(item{}), uintptr(256))
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
@@ -143,7 +144,10 @@ func (c *conn) addAuthIDs(added []jute.Id) {
 }
 
 func (c *conn) handleWrite(xid, op int32, body []byte) bool {
-	if code := checkWrite(op, body, c.srv.cfg.JuteMaxBuffer); code != 0 {
+	if c.writeDec == nil {
+		c.writeDec = new(writeDecoder)
+	}
+	if code := c.writeDec.check(op, body, c.srv.cfg.JuteMaxBuffer); code != 0 { // checkWrite
 		return c.enqueueReply(xid, code, nil, false)
 	}
 	if c.srv.tracker.IsClosing(c.sessionID) {
@@ -152,9 +156,8 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 	if !c.waitReads() {
 		return false
 	}
-	it := writeItem(time.Now().Add(writeTimeout), func(it *item) ([]byte, bool) {
-		return c.writeReply(xid, op, &it.res), false
-	})
+	it := writeItem(time.Now().Add(writeTimeout), buildWriteReply)
+	it.conn, it.xid, it.op = c, xid, op
 	e := c.ep.writeEntry(xid, op, body, *c.authIDs.Load(), c.srv.sm.treeOpts)
 	// Body aliases the read buffer, reused for the next frame once this
 	// returns: propose encodes the entry (a copy) before it returns, and e
@@ -173,9 +176,13 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 // cancels the waiter of every item left in the queue (dropUnanswered); the
 // writer pops an item only once it was answered, when its waiter is gone
 // (applied hands it over, a failed propose cancels it).
+//
+// it is the proposal's waiter (item.applied) and takes raft's answer to it
+// (item.ProposeDone): its conn and signal are set here.
 func (c *conn) proposeItem(it *item, e *entry) bool {
 	e.ReqID = c.srv.newReqID()
 	it.reqID = e.ReqID // set before the writer can see the item
+	it.conn, it.signal = c, c.readyC
 	if !c.enqueue(it) {
 		return false
 	}
@@ -184,42 +191,60 @@ func (c *conn) proposeItem(it *item, e *entry) bool {
 	// them in this order; one that is not proposed fails its item (the
 	// writer closes the connection on reaching it) and, its sequence
 	// number missing, every later write of the connection is refused at
-	// apply (errOutOfOrder).
-	ctx, cancel := context.WithDeadline(c.srv.stopCtx, it.deadline)
-	applied := c.onApplied(it)
-	if err := c.srv.proposeAsync(ctx, e, func(r applyResult) { cancel(); applied(r) }, func(err error) {
-		cancel()
-		c.logger().Warn().Err(err).Msg("write not proposed, closing connection")
-		it.err = err
-		close(it.ready)
-	}); err != nil {
-		cancel()
-		c.logger().Warn().Err(err).Msg("write not proposed, closing connection")
-		it.err = err
-		close(it.ready)
+	// apply (errOutOfOrder). Raft does not take it once the server stops
+	// or past the item's deadline (checked when the raft loop reaches it:
+	// no context or timer per write).
+	if err := c.srv.proposeQueued(c.srv.stopCtx, it.deadline, e, it, it); err != nil {
+		it.failed(err)
 		return false
 	}
 	return true
 }
 
-// writeReply encodes the reply of an applied write.
-// onApplied completes an item with its entry's result. An entry refused as
-// out of order means an earlier write of this connection was lost: the
+// applied implements waiter: it completes a connection's write or close
+// item (proposeItem) with its entry's result. An entry refused as out of
+// order means an earlier write of this connection was lost: the
 // connection closes at once.
-func (c *conn) onApplied(it *item) func(applyResult) {
-	return func(r applyResult) {
-		it.res = r
-		close(it.ready)
-		if r.Err == errOutOfOrder {
-			c.logger().Warn().Msg("an earlier write of this connection was lost, closing connection")
-			c.close()
-		}
+func (it *item) applied(r applyResult) {
+	it.res = writeResult{Zxid: r.Zxid, Err: r.Err, Res: r.Res}
+	it.complete()
+	if r.Err == errOutOfOrder {
+		it.conn.logger().Warn().Msg("an earlier write of this connection was lost, closing connection")
+		it.conn.close()
 	}
 }
 
-func (c *conn) writeReply(xid, op int32, r *applyResult) []byte {
-	code, body := writeReplyBody(op, r)
-	return c.reply(xid, r.Zxid, code, body)
+// ProposeDone implements consensus.ProposeDone for a write item: if raft
+// did not take its entry and its waiter was still registered, the item
+// fails (Server.proposeAsync's onFailed).
+func (it *item) ProposeDone(err error) {
+	if err != nil && it.conn.srv.cancelWait(it.reqID) {
+		it.failed(fmt.Errorf("propose: %w", err))
+	}
+}
+
+// failed completes the item as not proposed; the writer closes the
+// connection when it reaches it.
+func (it *item) failed(err error) {
+	it.conn.logger().Warn().Err(err).Msg("write not proposed, closing connection")
+	it.err = err
+	it.complete()
+}
+
+// buildWriteReply builds the reply of an applied write item (handleWrite).
+func buildWriteReply(it *item) ([]byte, bool) {
+	return it.conn.writeReply(it.xid, it.op, &it.res), false
+}
+
+// writeReply encodes the reply of an applied write.
+func (c *conn) writeReply(xid, op int32, r *writeResult) []byte {
+	if c.replyBodies == nil {
+		c.replyBodies = new(replyBodies)
+	}
+	code, body := c.replyBodies.of(op, r) // writeReplyBody
+	frame := c.reply(xid, r.Zxid, code, body)
+	*c.replyBodies = replyBodies{} // drop the result's path and multi results
+	return frame
 }
 
 func (c *conn) handleClose(xid int32) bool {
@@ -251,13 +276,14 @@ func (c *conn) handleSync(xid int32, body []byte) bool {
 	if !barrier {
 		return c.enqueue(it)
 	}
+	it.signal = c.readyC
 	// Counted in connWG: this connection's serve goroutine, counted too, is
 	// running, so Stop waits for it; Stop's cancel ends the wait.
 	c.srv.connWG.Go(func() {
 		ctx, cancel := context.WithTimeout(c.srv.stopCtx, writeTimeout)
 		defer cancel()
 		_, it.err = c.srv.node.ReadIndex(ctx)
-		close(it.ready)
+		it.complete()
 	})
 	return c.enqueue(it)
 }

@@ -45,7 +45,7 @@ type Server struct {
 
 	// Proposals waiting for their entry to be applied, keyed by ReqID.
 	waitMu   sync.Mutex
-	waiters  map[uint64]func(applyResult)
+	waiters  map[uint64]waiter
 	reqBase  uint64 // random per incarnation, so replayed entries never match a new waiter
 	reqCount atomic.Uint64
 
@@ -95,7 +95,7 @@ func New(cfg Config, log zerolog.Logger) *Server {
 		watches:  newWatchManager(),
 		tracker:  session.NewTracker(session.SystemClock{}, int64(cfg.TickTimeMs)),
 		ids:      session.NewIDGenerator(uint8(cfg.ServerID), time.Now().UnixMilli()),
-		waiters:  map[uint64]func(applyResult){},
+		waiters:  map[uint64]waiter{},
 		reqBase:  binary.BigEndian.Uint64(b[:]) &^ 0xffffffff,
 		conns:    map[*conn]struct{}{},
 		bySess:   map[int64]*conn{},
@@ -316,7 +316,7 @@ func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResu
 	}
 	if onApplied != nil {
 		s.waitMu.Lock()
-		s.waiters[e.ReqID] = onApplied
+		s.waiters[e.ReqID] = applyFunc(onApplied)
 		s.waitMu.Unlock()
 	}
 	if err := s.node.Propose(ctx, e.data()); err != nil {
@@ -335,6 +335,38 @@ func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResu
 // registered (then onApplied never runs); it must not block. The error
 // returned at once is propose's, and then neither callback runs.
 func (s *Server) proposeAsync(ctx context.Context, e *entry, onApplied func(applyResult), onFailed func(error)) error {
+	if e.ReqID == 0 {
+		e.ReqID = s.newReqID()
+	}
+	reqID := e.ReqID
+	return s.proposeQueued(ctx, time.Time{}, e, applyFunc(onApplied), consensus.DoneFunc(func(err error) {
+		if err != nil && s.cancelWait(reqID) {
+			onFailed(fmt.Errorf("propose: %w", err))
+		}
+	}))
+}
+
+// waiter is handed the result of a proposed entry (Server.waiters): once,
+// on the apply goroutine, with the entry's result on this member, or with
+// errOutOfOrder when a leader change failed the proposal.
+type waiter interface {
+	applied(r applyResult)
+}
+
+// applyFunc is a func as a waiter (free to convert: a func is one
+// pointer).
+type applyFunc func(applyResult)
+
+func (f applyFunc) applied(r applyResult) { f(r) }
+
+// proposeQueued registers w as e's waiter and queues e for raft
+// (consensus.Node.ProposeAsync), with done told whether raft took it: if
+// not, done must cancelWait e's waiter (then w is not called) and fail
+// the request; it runs on the raft loop and must not block. A non-zero
+// deadline fails the entry if raft has not taken it by then, as a ctx
+// with that deadline would, without a timer. The error returned at once
+// is propose's, and then neither w nor done runs.
+func (s *Server) proposeQueued(ctx context.Context, deadline time.Time, e *entry, w waiter, done consensus.ProposeDone) error {
 	e.Proposer = s.cfg.ServerID
 	if e.ReqID == 0 {
 		e.ReqID = s.newReqID()
@@ -343,16 +375,10 @@ func (s *Server) proposeAsync(ctx context.Context, e *entry, onApplied func(appl
 		e.Time = time.Now().UnixMilli()
 	}
 	s.waitMu.Lock()
-	s.waiters[e.ReqID] = onApplied
+	s.waiters[e.ReqID] = w
 	s.waitMu.Unlock()
-	reqID := e.ReqID
-	err := s.node.ProposeAsync(ctx, e.data(), func(err error) {
-		if err != nil && s.cancelWait(reqID) {
-			onFailed(fmt.Errorf("propose: %w", err))
-		}
-	})
-	if err != nil {
-		if !s.cancelWait(reqID) {
+	if err := s.node.ProposeAsync(ctx, deadline, e.data(), done); err != nil {
+		if !s.cancelWait(e.ReqID) {
 			return nil // a leader change already handed the waiter its failure
 		}
 		return fmt.Errorf("propose: %w", err)
@@ -370,13 +396,13 @@ func (s *Server) proposeAsync(ctx context.Context, e *entry, onApplied func(appl
 func (s *Server) failPendingProposals() {
 	s.waitMu.Lock()
 	pending := s.waiters
-	s.waiters = map[uint64]func(applyResult){}
+	s.waiters = map[uint64]waiter{}
 	s.waitMu.Unlock()
 	if len(pending) > 0 {
 		s.log.Info().Int("pending", len(pending)).Msg("leader changed, failing proposals in flight")
 	}
-	for _, fn := range pending {
-		fn(applyResult{Err: errOutOfOrder})
+	for _, w := range pending {
+		w.applied(applyResult{Err: errOutOfOrder})
 	}
 }
 
@@ -401,11 +427,11 @@ func (s *Server) applied(e *entry, res applyResult) {
 		return
 	}
 	s.waitMu.Lock()
-	fn := s.waiters[e.ReqID]
+	w := s.waiters[e.ReqID]
 	delete(s.waiters, e.ReqID)
 	s.waitMu.Unlock()
-	if fn != nil {
-		fn(res)
+	if w != nil {
+		w.applied(res)
 	}
 }
 

@@ -115,6 +115,14 @@ type stateMachine struct {
 	watches *watchManager
 	hooks   applyHooks
 	log     zerolog.Logger
+
+	// Apply's scratch (apply goroutine only), reused by every entry: the
+	// decoder of the raft entry, the entry (no hook keeps it) and the
+	// decoder of its client write.
+	entryDec jute.Decoder
+	entry    entry
+	writeDec writeDecoder
+	events   []znode.Event // the events of a client write (trigger keeps none)
 }
 
 func newStateMachine(opts znode.Options, watches *watchManager, hooks applyHooks, log zerolog.Logger) *stateMachine {
@@ -138,8 +146,13 @@ func newStateMachine(opts znode.Options, watches *watchManager, hooks applyHooks
 // version, a bug), and applying anything after it would make it diverge.
 func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 	zxid := int64(index)
-	var e entry
-	if err := e.Decode(jute.NewDecoder(data, len(data))); err != nil {
+	// The entry's buffers (its Body) are views of data, which raft does
+	// not change while Apply runs; nothing keeps them past it (the tree
+	// copies what it stores, decodeWrite's strings are copies).
+	e := &sm.entry
+	e.reset()
+	sm.entryDec.ResetBorrowing(data, len(data), jute.BorrowBuffers)
+	if err := e.Decode(&sm.entryDec); err != nil {
 		sm.log.Error().Err(err).Uint64("index", index).Uint64("term", term).
 			Msg("cannot decode log entry, stopping this member")
 		return fmt.Errorf("entry %d: %w", index, err)
@@ -148,7 +161,7 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 		sm.hooks.sessionTouched(e.SessionID)
 	}
 	sm.mu.Lock()
-	res, events, closed, expired, config, err := sm.applyLocked(&e, zxid, term)
+	res, events, closed, expired, config, err := sm.applyLocked(e, zxid, term)
 	if err != nil {
 		sm.mu.Unlock()
 		sm.log.Error().Err(err).Uint64("index", index).Uint64("term", term).Int32("type", e.Type).
@@ -158,6 +171,10 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 	// Events are queued before lastZxid moves: whoever reads zxid Z (a ping,
 	// a read) can rely on every event up to Z being queued already.
 	sm.watches.trigger(events, zxid)
+	if cap(events) <= maxReusedEvents {
+		clear(events)
+		sm.events = events[:0]
+	}
 	sm.lastZxid.Store(zxid)
 	sm.mu.Unlock()
 
@@ -173,9 +190,12 @@ func (sm *stateMachine) Apply(index, term uint64, data []byte) error {
 	if config != nil {
 		sm.hooks.configChanged(config)
 	}
-	sm.hooks.applied(&e, res)
+	sm.hooks.applied(e, res)
 	return nil
 }
+
+// maxReusedEvents bounds the events slice Apply keeps for the next entry.
+const maxReusedEvents = 256
 
 // applyLocked applies e at zxid, in an entry of the given raft term. It
 // returns an error, having changed nothing, for an entry this member cannot
@@ -209,7 +229,7 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 		// connection either applied before this entry or is refused after
 		// it, so the client's next read shows the final outcome of the
 		// writes it lost track of.
-		if _, ok := sm.sessions.Get(e.SessionID); !ok {
+		if !sm.sessions.Has(e.SessionID) {
 			res.Err = jute.ErrSessionExpired
 			return
 		}
@@ -289,12 +309,12 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 		// with a limit no larger than the body: failing here means this
 		// member reads it differently. Decoding comes before any check
 		// that could change state (inOrder moves the connection's seq).
-		w, code := decodeWrite(e.Type, e.Body, len(e.Body))
+		w, code := sm.writeDec.decode(e.Type, e.Body, len(e.Body), jute.BorrowBuffers)
 		if code != 0 {
 			err = fmt.Errorf("client write of type %d: body refused with code %d", e.Type, code)
 			return
 		}
-		if _, ok := sm.sessions.Get(e.SessionID); !ok {
+		if !sm.sessions.Has(e.SessionID) {
 			res.Err = jute.ErrSessionExpired
 			return
 		}
@@ -302,7 +322,7 @@ func (sm *stateMachine) applyLocked(e *entry, zxid int64, term uint64) (res appl
 			res.Err = errOutOfOrder
 			return
 		}
-		res.Res, events = sm.tree.Apply(ctx, w)
+		res.Res, events = sm.tree.ApplyAppend(ctx, w, sm.events[:0])
 		res.Err = res.Res.Err
 	default:
 		err = fmt.Errorf("unknown entry type %d", e.Type)
@@ -362,45 +382,86 @@ func (sm *stateMachine) expiryFence(e *entry, sess session.Session, term uint64)
 	return rec, 0
 }
 
-// decodeWrite turns a client write request body into a znode.Write. It is
-// used both by connections (to answer malformed requests before proposing)
-// and by apply. It returns a ZooKeeper error code on failure.
+// decodeWrite turns a client write request body into a znode.Write, every
+// value a copy of body. It returns a ZooKeeper error code on failure.
 func decodeWrite(op int32, body []byte, maxLen int) (*znode.Write, int32) {
-	d := jute.NewDecoder(body, maxLen)
-	w := &znode.Write{Type: op}
+	return new(writeDecoder).decode(op, body, maxLen, jute.BorrowNone)
+}
+
+// writeDecoder decodes client write request bodies into a znode.Write and
+// records it reuses, for the two decodes of every write: the check before
+// it is proposed (check, on the connection's reader) and its apply (decode,
+// on the apply goroutine). The Write it returns, and the records it points
+// to, are valid until its next decode; the tree keeps none of them (it
+// copies the paths, data and ACLs it stores). One goroutine at a time.
+type writeDecoder struct {
+	d         jute.Decoder
+	w         znode.Write
+	create    jute.CreateRequest
+	createTTL jute.CreateTTLRequest
+	del       jute.DeleteRequest
+	set       jute.SetDataRequest
+	acl       jute.SetACLRequest
+	multi     jute.MultiRequest
+}
+
+// check reports whether body decodes as the request of op within maxLen (0,
+// or the code it is refused with), as decodeWrite would. It borrows body's
+// memory for the decode and keeps nothing of it: body may change once it
+// returned.
+func (wd *writeDecoder) check(op int32, body []byte, maxLen int) int32 {
+	_, code := wd.decode(op, body, maxLen, jute.BorrowAll)
+	wd.clear()
+	return code
+}
+
+// clear drops every value of the last decode.
+func (wd *writeDecoder) clear() {
+	*wd = writeDecoder{}
+}
+
+// decode is decodeWrite into wd's records, with the values sharing body's
+// memory as borrow allows (jute.Borrow): apply borrows the entry's buffers,
+// since the tree copies the data it keeps, and never its strings, which it
+// keeps as they are.
+func (wd *writeDecoder) decode(op int32, body []byte, maxLen int, borrow jute.Borrow) (*znode.Write, int32) {
+	d := &wd.d
+	d.ResetBorrowing(body, maxLen, borrow)
+	wd.w = znode.Write{Type: op}
+	w := &wd.w
 	switch op {
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer:
-		var r jute.CreateRequest
-		if d.ReadRecord(&r) != nil {
+		r := &wd.create
+		if d.ReadRecord(r) != nil {
 			return nil, jute.ErrMarshallingError
 		}
-		w.Create = &jute.CreateTTLRequest{Path: r.Path, Data: r.Data, ACL: r.ACL, Flags: r.Flags}
+		wd.createTTL = jute.CreateTTLRequest{Path: r.Path, Data: r.Data, ACL: r.ACL, Flags: r.Flags}
+		w.Create = &wd.createTTL
 	case jute.OpCreateTTL:
-		var r jute.CreateTTLRequest
-		if d.ReadRecord(&r) != nil {
+		if d.ReadRecord(&wd.createTTL) != nil {
 			return nil, jute.ErrMarshallingError
 		}
-		w.Create = &r
+		w.Create = &wd.createTTL
 	case jute.OpDelete:
-		w.Delete = &jute.DeleteRequest{}
-		if d.ReadRecord(w.Delete) != nil {
+		if d.ReadRecord(&wd.del) != nil {
 			return nil, jute.ErrMarshallingError
 		}
+		w.Delete = &wd.del
 	case jute.OpSetData:
-		w.SetData = &jute.SetDataRequest{}
-		if d.ReadRecord(w.SetData) != nil {
+		if d.ReadRecord(&wd.set) != nil {
 			return nil, jute.ErrMarshallingError
 		}
+		w.SetData = &wd.set
 	case jute.OpSetACL:
-		w.SetACL = &jute.SetACLRequest{}
-		if d.ReadRecord(w.SetACL) != nil {
+		if d.ReadRecord(&wd.acl) != nil {
 			return nil, jute.ErrMarshallingError
 		}
+		w.SetACL = &wd.acl
 	case jute.OpMulti:
-		w.Multi = &jute.MultiRequest{}
-		if d.ReadRecord(w.Multi) != nil {
+		if d.ReadRecord(&wd.multi) != nil {
 			return nil, jute.ErrMarshallingError
 		}
+		w.Multi = &wd.multi
 		for _, op := range w.Multi.Ops {
 			if op.Type == jute.OpGetData || op.Type == jute.OpGetChildren {
 				return nil, jute.ErrMarshallingError // reads mixed with writes

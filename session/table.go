@@ -65,6 +65,13 @@ func (t *Table) Get(id int64) (Session, bool) {
 	return s.clone(), true
 }
 
+// Has reports whether session id is live (Get without the copy of its
+// password).
+func (t *Table) Has(id int64) bool {
+	_, ok := t.sessions[id]
+	return ok
+}
+
 // SetTimeout changes the timeout of session id (a reattach negotiated a new
 // one). It returns false if the session is not live.
 func (t *Table) SetTimeout(id int64, timeoutMs int32) bool {

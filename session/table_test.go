@@ -31,6 +31,8 @@ func TestTable(t *testing.T) {
 
 	_, ok = tb.Get(11)
 	require.False(t, ok)
+	require.True(t, tb.Has(10))
+	require.False(t, tb.Has(11))
 
 	require.Equal(t, []Session{
 		{ID: -5, TimeoutMs: 6000, Password: pw(1)},
@@ -51,6 +53,7 @@ func TestTable(t *testing.T) {
 	require.False(t, ok)
 	_, ok = tb.Get(-5)
 	require.False(t, ok)
+	require.False(t, tb.Has(-5))
 	require.Equal(t, 2, tb.Len())
 }
 

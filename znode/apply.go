@@ -77,7 +77,14 @@ type Event struct {
 // Built with -tags invariants, it runs Check after every write and panics on
 // a violation.
 func (t *Tree) Apply(ctx TxnContext, w *Write) (Result, []Event) {
-	res, ev := t.apply(&ctx, w)
+	return t.ApplyAppend(ctx, w, nil)
+}
+
+// ApplyAppend is Apply with the events appended to ev (whose length it
+// keeps when the write failed), so that a caller can reuse one slice for
+// the events of every write.
+func (t *Tree) ApplyAppend(ctx TxnContext, w *Write, ev []Event) (Result, []Event) {
+	res, ev := t.apply(&ctx, w, ev)
 	if checkEveryWrite {
 		t.mustCheck()
 	}
@@ -91,50 +98,54 @@ func (t *Tree) mustCheck() {
 	}
 }
 
-func (t *Tree) apply(ctx *TxnContext, w *Write) (Result, []Event) {
+func (t *Tree) apply(ctx *TxnContext, w *Write, ev []Event) (Result, []Event) {
 	if w == nil {
-		return Result{Err: jute.ErrMarshallingError}, nil
+		return Result{Err: jute.ErrMarshallingError}, ev
 	}
 	var res Result
-	var ev []Event
+	before := ev
 	switch w.Type {
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
 		if w.Create == nil {
-			return Result{Err: jute.ErrMarshallingError}, nil
+			return Result{Err: jute.ErrMarshallingError}, before
 		}
 		ttl := int64(-1)
 		if w.Type == jute.OpCreateTTL {
 			ttl = w.Create.TTL
 		}
 		c := w.Create
-		res.Path, res.Stat, ev, res.Err = t.create(ctx, w.Type, c.Path, c.Data, c.ACL, c.Flags, ttl, nil)
+		res.Path, res.Stat, ev, res.Err = t.create(ctx, w.Type, c.Path, c.Data, c.ACL, c.Flags, ttl, ev)
 	case jute.OpDelete:
 		if w.Delete == nil {
-			return Result{Err: jute.ErrMarshallingError}, nil
+			return Result{Err: jute.ErrMarshallingError}, before
 		}
-		ev, res.Err = t.delete(ctx, w.Delete.Path, w.Delete.Version, nil)
+		ev, res.Err = t.delete(ctx, w.Delete.Path, w.Delete.Version, ev)
 	case jute.OpSetData:
 		if w.SetData == nil {
-			return Result{Err: jute.ErrMarshallingError}, nil
+			return Result{Err: jute.ErrMarshallingError}, before
 		}
-		res.Stat, ev, res.Err = t.setDataOp(ctx, w.SetData.Path, w.SetData.Data, w.SetData.Version, nil)
+		res.Stat, ev, res.Err = t.setDataOp(ctx, w.SetData.Path, w.SetData.Data, w.SetData.Version, ev)
 	case jute.OpSetACL:
 		if w.SetACL == nil {
-			return Result{Err: jute.ErrMarshallingError}, nil
+			return Result{Err: jute.ErrMarshallingError}, before
 		}
 		res.Stat, res.Err = t.setACL(ctx, w.SetACL.Path, w.SetACL.ACL, w.SetACL.Version)
 	case jute.OpMulti:
 		if w.Multi == nil {
-			return Result{Err: jute.ErrMarshallingError}, nil
+			return Result{Err: jute.ErrMarshallingError}, before
 		}
-		return t.multi(ctx, w.Multi.Ops)
+		res, mev := t.multi(ctx, w.Multi.Ops)
+		if len(mev) == 0 {
+			return res, before
+		}
+		return res, append(before, mev...)
 	case jute.OpDeleteContainer, OpDeleteTTL:
-		ev, res.Err = t.deleteExpired(ctx, w.Type, w.Path, nil)
+		ev, res.Err = t.deleteExpired(ctx, w.Type, w.Path, ev)
 	default: // includes a lone check (13): the server rejects it before proposing
-		return Result{Err: jute.ErrUnimplemented}, nil
+		return Result{Err: jute.ErrUnimplemented}, before
 	}
 	if res.Err != 0 {
-		return Result{Err: res.Err}, nil
+		return Result{Err: res.Err}, before
 	}
 	return res, ev
 }

@@ -158,3 +158,35 @@ func TestMalformedWrites(t *testing.T) {
 	}
 	require.Equal(t, before, tree.Digest())
 }
+
+// TestApplyAppend: ApplyAppend appends a write's events to the given ones,
+// and leaves them as they were when the write failed, whatever its kind.
+func TestApplyAppend(t *testing.T) {
+	tree := mustNewTree(t)
+	c := newClient(t, tree)
+	c.mustCreate("/a")
+	prior := []Event{{jute.EventNodeCreated, "/earlier"}}
+	for _, tt := range []struct {
+		name string
+		w    *Write
+		want []Event
+	}{
+		{"setData", &Write{Type: jute.OpSetData, SetData: &jute.SetDataRequest{Path: "/a", Data: []byte("x"), Version: -1}},
+			[]Event{{jute.EventNodeDataChanged, "/a"}}},
+		{"create", createW(jute.OpCreate, "/a/b", nil, open, 0, 0),
+			[]Event{{jute.EventNodeCreated, "/a/b"}, {jute.EventNodeChildrenChanged, "/a"}}},
+		{"multi", &Write{Type: jute.OpMulti, Multi: &jute.MultiRequest{Ops: []jute.MultiOp{
+			{Type: jute.OpDelete, Delete: &jute.DeleteRequest{Path: "/a/b", Version: -1}}}}},
+			[]Event{{jute.EventNodeDeleted, "/a/b"}, {jute.EventNodeChildrenChanged, "/a"}}},
+		{"failed setData", &Write{Type: jute.OpSetData, SetData: &jute.SetDataRequest{Path: "/a", Version: 99}}, nil},
+		{"failed create", createW(jute.OpCreate, "/a", nil, open, 0, 0), nil},
+		{"failed multi", &Write{Type: jute.OpMulti, Multi: &jute.MultiRequest{Ops: []jute.MultiOp{
+			{Type: jute.OpSetData, SetData: &jute.SetDataRequest{Path: "/a", Version: -1}},
+			{Type: jute.OpDelete, Delete: &jute.DeleteRequest{Path: "/none", Version: -1}}}}}, nil},
+		{"malformed", &Write{Type: jute.OpSetData}, nil},
+	} {
+		in := append(make([]Event, 0, 8), prior...)
+		_, ev := tree.ApplyAppend(c.next(), tt.w, in)
+		require.Equal(t, append(append([]Event(nil), prior...), tt.want...), ev, tt.name)
+	}
+}
