@@ -146,3 +146,41 @@ func TestRefusedBatchProposedOneByOne(t *testing.T) {
 	require.ErrorIs(t, <-zErr, raft.ErrProposalDropped, "y and z do not")
 	sm.waitCount(t, 2)
 }
+
+// TestBatchesKeepUncommittedLimit: raft checks its uncommitted-size limit
+// once a message and takes any message while nothing is uncommitted, so
+// proposals queued back to back must not all go as one message: ten of 300
+// bytes under a 1000-byte limit, in batches of at most 600 bytes, are
+// taken while the limit allows (600, then 900 one by one) and the rest
+// dropped, not all ten at once.
+func TestBatchesKeepUncommittedLimit(t *testing.T) {
+	oldLimit, oldBatch := maxUncommittedBytes, maxBatchBytes
+	maxUncommittedBytes, maxBatchBytes = 1000, 600
+	t.Cleanup(func() { maxUncommittedBytes, maxBatchBytes = oldLimit, oldBatch })
+	sm := newLogSM()
+	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = node.Stop() })
+	ctx := testCtx(t)
+	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
+	require.NoError(t, node.Propose(ctx, []byte("warm")))
+	sm.waitCount(t, 1)
+	blocked, release := make(chan struct{}), make(chan struct{})
+	node.q.push(func(*Node) { close(blocked); <-release })
+	<-blocked // the loop is busy and nothing is uncommitted
+	errs := make(chan error, 10)
+	for range 10 {
+		require.NoError(t, node.ProposeAsync(ctx, time.Time{}, make([]byte, 300), DoneFunc(func(err error) { errs <- err })))
+	}
+	close(release)
+	taken := 0
+	for range 10 {
+		if err := <-errs; err == nil {
+			taken++
+		} else {
+			require.ErrorIs(t, err, raft.ErrProposalDropped)
+		}
+	}
+	require.Equal(t, 3, taken, "proposals raft took under a 1000-byte uncommitted limit")
+	sm.waitCount(t, 1+taken)
+}

@@ -263,7 +263,9 @@ func (tn *testNode) proposeEach(t testing.TB, prefix string, n int) []string {
 }
 
 // settle returns once every Ready that was being handled when it was called
-// has been handled completely (including any snapshot it triggered).
+// has been handled completely. A snapshot job it triggered may still be
+// running on the snapshotter goroutine (the log is compacted when the job
+// is recorded).
 func (tn *testNode) settle(t testing.TB) {
 	t.Helper()
 	_, err := tn.ReadIndex(testCtx(t))

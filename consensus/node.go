@@ -438,13 +438,17 @@ func (n *Node) stepProposals(ps []*proposal) {
 }
 
 // runProposals hands ps to raft in order (failing those whose caller gave
-// up) and stops counting them. They go as one batch (Core.ProposeBatch:
-// one raft message and append for all); if raft refuses the batch, one by
-// one, so each gets the outcome Propose would have given it. A proposal
-// stops counting in queuedProposals only once raft took it, so a forward
-// cannot overtake it. ps is the caller's scratch: it is reordered.
+// up) and stops counting them. Consecutive proposals go as batches of at
+// most maxBatchBytes of data (Core.ProposeBatch: one raft message and
+// append for all): raft checks its uncommitted-size limit once a message
+// and takes any message while nothing is uncommitted, so a batch may pass
+// the limit by at most one batch, as one entry could before. If raft
+// refuses a batch, its proposals go one by one, so each gets the outcome
+// Propose would have given it. A proposal stops counting in
+// queuedProposals only once raft took it, so a forward cannot overtake
+// it. ps is the caller's scratch: it is reordered.
 func (n *Node) runProposals(ps []*proposal) {
-	live, datas := ps[:0], n.batchData[:0] // live filters ps in place
+	live := ps[:0] // filters ps in place
 	for _, p := range ps {
 		if err := p.expired(); err != nil {
 			n.queuedProposals.Add(-1)
@@ -454,24 +458,42 @@ func (n *Node) runProposals(ps []*proposal) {
 			continue // the caller gave up
 		}
 		live = append(live, p)
-		datas = append(datas, p.data)
 	}
-	var err error
-	if len(live) > 1 {
-		err = n.core.ProposeBatch(datas)
+	for len(live) > 0 {
+		k, size := 1, len(live[0].data)
+		for k < len(live) && size+len(live[k].data) <= maxBatchBytes {
+			size += len(live[k].data)
+			k++
+		}
+		n.proposeBatch(live[:k])
+		live = live[k:]
 	}
-	clear(datas)
-	n.batchData = datas[:0]
-	if len(live) > 1 {
+}
+
+// maxBatchBytes bounds the data of the proposals runProposals steps into
+// raft as one message (a variable for tests).
+var maxBatchBytes = maxSizePerMsg
+
+// proposeBatch steps batch into raft as one message, or one by one if raft
+// refuses it as a whole, and finishes each proposal.
+func (n *Node) proposeBatch(batch []*proposal) {
+	if len(batch) > 1 {
+		datas := n.batchData[:0]
+		for _, p := range batch {
+			datas = append(datas, p.data)
+		}
+		err := n.core.ProposeBatch(datas)
+		clear(datas)
+		n.batchData = datas[:0]
 		if err == nil || !errors.Is(err, raft.ErrProposalDropped) {
-			n.queuedProposals.Add(-int64(len(live)))
-			for _, p := range live {
+			n.queuedProposals.Add(-int64(len(batch)))
+			for _, p := range batch {
 				n.finish(p, err)
 			}
 			return
 		}
 	}
-	for _, p := range live {
+	for _, p := range batch {
 		err := n.core.Propose(p.data)
 		n.queuedProposals.Add(-1)
 		n.finish(p, err)
