@@ -128,12 +128,9 @@ type Core struct {
 	// applied (and answered their clients) up to it before this member
 	// knew it committed, so no read index it answers is below it.
 	noticed uint64
-	// inferPending: a notice taken between Readys lets this member apply
-	// more; HasReady reports true so that the owner runs a Ready that
-	// applies it. (A notice stepped while writing is applied then, and
-	// by FinishReady.)
+	// inferPending: a notice may let this member apply more; HasReady
+	// reports true so that the owner runs a Ready that applies it.
 	inferPending bool
-	inReady      bool // between BeginReady and FinishReady
 	// raftApplying is the last index raft handed out to apply (the last of
 	// a Ready's CommittedEntries, or the snapshot index recovered or
 	// restored). raft reads the entries after it from MemoryStorage in a

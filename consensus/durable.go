@@ -105,14 +105,9 @@ func (c *Core) noteDurable(m *pb.Message) {
 	if m.GetTerm() != c.ldTerm || m.GetFrom() != c.ldFrom {
 		c.ldTerm, c.ldFrom, c.ldIndex = m.GetTerm(), m.GetFrom(), 0
 	}
-	if m.GetIndex() <= c.ldIndex {
-		return
-	}
-	c.ldIndex = m.GetIndex()
-	if !c.inReady && !c.inferPending {
-		if last, err := c.mem.LastIndex(); err == nil && c.inferredCommit(last) > 0 {
-			c.inferPending = true
-		}
+	if m.GetIndex() > c.ldIndex {
+		c.ldIndex = m.GetIndex()
+		c.inferPending = c.inferPending || c.ldIndex > c.applied.get()
 	}
 }
 

@@ -174,22 +174,3 @@ func TestLeaderLocalReadIndexCoversNoticedEntries(t *testing.T) {
 	handleReadys(t, c)
 	require.Equal(t, []uint64{a}, got, "the read index covers the entry the notice announced")
 }
-
-// TestNoticeAsksForReadyOnlyWhenItApplies: a notice taken between Readys
-// asks for a Ready (HasReady) only if it lets the follower apply
-// something now; one for entries the follower does not hold yet does not
-// (the write that brings them applies them, FinishReady).
-func TestNoticeAsksForReadyOnlyWhenItApplies(t *testing.T) {
-	c, _, sm := startTestFollower(t, &sentTransport{}, newTestInbox())
-	require.NoError(t, c.Step(leaderApp(3, 1, 3, dataEntry(4, 2, "a"))))
-	handleReadys(t, c)
-	require.NoError(t, c.Step(notice(1, 2, 4)))
-	require.True(t, c.HasReady(), "a is durable here and on the leader")
-	handleReadys(t, c)
-	require.Equal(t, []string{"a"}, sm.applied())
-	require.NoError(t, c.Step(notice(1, 2, 5)))
-	require.False(t, c.HasReady(), "entry 5 is not on this member's disk: nothing to do")
-	require.NoError(t, c.Step(leaderApp(4, 2, 3, dataEntry(5, 2, "b"))))
-	handleReadys(t, c)
-	require.Equal(t, []string{"a", "b"}, sm.applied(), "b applied once written")
-}

@@ -206,7 +206,6 @@ func (c *Core) BeginReady() (*ReadyWrite, error) {
 	// An apply a notice made pending runs in this Ready (ApplyDurable,
 	// or FinishReady after the write).
 	c.inferPending = false
-	c.inReady = true
 	c.propsSent.Store(stepped)
 	if w.hasSnap {
 		// Ordered against a SnapshotJob recording a local snapshot; held
@@ -355,7 +354,6 @@ func (c *Core) StepWhileWriting(w *ReadyWrite, msgs ...*pb.Message) error {
 // Advance.
 func (c *Core) FinishReady(w *ReadyWrite, writeErr error) error {
 	defer c.unlockSnap(w)
-	c.inReady = false
 	if writeErr != nil {
 		return writeErr
 	}
@@ -408,6 +406,7 @@ func (c *Core) FinishReady(w *ReadyWrite, writeErr error) error {
 		if err := c.applyInferred(last); err != nil {
 			return err
 		}
+		c.inferPending = false // a notice stepped while writing is applied
 	}
 	if len(rd.ReadStates) > 0 && c.onReads != nil {
 		for i := range rd.ReadStates {
