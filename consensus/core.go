@@ -45,8 +45,7 @@ import (
 //     appends and heartbeats (MsgApp, MsgHeartbeat), which leave first
 //     (sendAppends), the leader's commit index told while it writes
 //     (tellCommit) and a follower's forwarded proposal (Forward); none
-//     vouches for this member's disk. A leader's durability notice
-//     (durable.go) leaves with the acknowledgements, after the write.
+//     vouches for this member's disk.
 //   - Messages stepped while a write runs (StepWhileWriting) change raft
 //     only in memory; what raft sends for them leaves with a later Ready.
 //     Entries they commit are applied from the mirror only while raft's
@@ -120,17 +119,6 @@ type Core struct {
 	// (min of its match and the commit index), in term toldTerm.
 	told     map[uint64]uint64
 	toldTerm uint64
-	// The leader's last durability notice this follower took (durable.go):
-	// the leader ldFrom's log is durable through ldIndex in term ldTerm.
-	ldTerm, ldFrom, ldIndex uint64
-	// noticed is the highest index this member, as leader, said in a
-	// durability notice its log is durable through: followers may have
-	// applied (and answered their clients) up to it before this member
-	// knew it committed, so no read index it answers is below it.
-	noticed uint64
-	// inferPending: a notice may let this member apply more; HasReady
-	// reports true so that the owner runs a Ready that applies it.
-	inferPending bool
 	// raftApplying is the last index raft handed out to apply (the last of
 	// a Ready's CommittedEntries, or the snapshot index recovered or
 	// restored). raft reads the entries after it from MemoryStorage in a
@@ -376,10 +364,6 @@ func (c *Core) Step(m *pb.Message) error {
 		c.lg.Warn().Err(err).Uint64("from", m.GetFrom()).Msg("dropping forwarded conf change")
 		return nil
 	}
-	if isDurableNotice(m) {
-		c.noteDurable(m) // not raft's
-		return nil
-	}
 	return c.rn.Step(m)
 }
 
@@ -411,9 +395,8 @@ func (c *Core) ReportSnapshot(id uint64, failed bool) {
 	c.rn.ReportSnapshot(id, st)
 }
 
-// HasReady reports whether HandleReady has work: raft's, or entries a
-// leader's durability notice may let this member apply (durable.go).
-func (c *Core) HasReady() bool { return c.rn.HasReady() || c.inferPending }
+// HasReady reports whether HandleReady has work.
+func (c *Core) HasReady() bool { return c.rn.HasReady() }
 
 // sendAppends sends the leader's appends and heartbeats, and the proposals
 // a follower's raft forwards, at once, before the Ready is persisted, so

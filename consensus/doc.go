@@ -22,17 +22,10 @@
 //     one, which the follower answers once: Core.sendAppends).
 //     Two more messages vouch for nothing on the sender's disk and leave
 //     at once: a leader's empty MsgApp telling a follower the commit index
-//     (a quorum's) while it writes (Core.tellCommit: to each follower as
-//     soon as it may commit more), and a follower's forwarded proposal
-//     (Node.forward). A leader's durability notice (durable.go) vouches
-//     for its disk and leaves after its write, as acknowledgements do.
+//     (a quorum's) while it writes (Core.tellCommit), and a follower's
+//     forwarded proposal (Node.forward).
 //   - Apply only durable committed entries: an entry reaches
 //     StateMachine.Apply only after Storage.Write holding it returned.
-//     Committed is raft's commit index, or, on a follower of a group of
-//     three voters, what the leader's durability notice and its own disk
-//     show a majority holds (durable.go); a leader then answers no read
-//     index below what its notices announced, so a sync still covers
-//     every write a follower acknowledged.
 //   - Never skip an entry: entries are applied in index order, each the
 //     successor of the applied index; an Apply error is fatal and leaves
 //     the applied index just below the entry.

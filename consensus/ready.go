@@ -185,27 +185,9 @@ func (c *Core) BeginReady() (*ReadyWrite, error) {
 	if mutation.Enabled(mutation.AckBeforeDurable) {
 		c.send(rd.Messages)
 	} else {
-		notices := c.durableNotices(&rd)
-		if len(notices) > 0 {
-			c.noticed = max(c.noticed, notices[0].GetIndex())
-		}
-		c.raiseReadIndexes(rd.Messages)
 		w.msgs = c.mergeAcks(c.sendAppends(rd.Messages))
 		w.sendOnWrite = !w.hasSnap
-		if len(notices) > 0 {
-			if noticeEarly() {
-				// Known wrong (mutation notice-before-write): the leader
-				// says its log is durable before its write.
-				c.send(notices)
-			} else {
-				// They vouch for this write, as acknowledgements do.
-				w.msgs = append(w.msgs, notices...)
-			}
-		}
 	}
-	// An apply a notice made pending runs in this Ready (ApplyDurable,
-	// or FinishReady after the write).
-	c.inferPending = false
 	c.propsSent.Store(stepped)
 	if w.hasSnap {
 		// Ordered against a SnapshotJob recording a local snapshot; held
@@ -279,14 +261,7 @@ func (c *Core) unlockSnap(w *ReadyWrite) {
 // committed and durable here: raft never overwrites a committed entry, and
 // the MemoryStorage mirror holds only durable ones.
 func (c *Core) ApplyDurable(w *ReadyWrite) error {
-	if err := c.applyCommitted(w.rd.CommittedEntries[:w.durable]); err != nil {
-		return err
-	}
-	if w.hasSnap || w.durable < len(w.rd.CommittedEntries) {
-		return nil // the rest in order, after the write
-	}
-	// Entries a leader's durability notice shows committed (durable.go).
-	return c.applyInferred(w.lastDurable)
+	return c.applyCommitted(w.rd.CommittedEntries[:w.durable])
 }
 
 // StepWhileWriting steps peer messages that arrived while w's write runs
@@ -328,9 +303,6 @@ func (c *Core) StepWhileWriting(w *ReadyWrite, msgs ...*pb.Message) error {
 		c.tellCommit(st.GetCommit(), w.term, w.rd.Entries)
 	}
 	if err := c.applyMirrored(min(st.GetCommit(), w.lastDurable)); err != nil {
-		return err
-	}
-	if err := c.applyInferred(w.lastDurable); err != nil {
 		return err
 	}
 	if mutation.Enabled(mutation.ApplyUnwritten) {
@@ -396,22 +368,7 @@ func (c *Core) FinishReady(w *ReadyWrite, writeErr error) error {
 	if err := c.applyCommitted(rd.CommittedEntries[w.durable:]); err != nil {
 		return err
 	}
-	// This write may have made entries durable here that a leader's
-	// durability notice shows committed (durable.go).
-	if !w.hasSnap {
-		last, err := c.mem.LastIndex()
-		if err != nil {
-			return fmt.Errorf("read last raft index: %w", err)
-		}
-		if err := c.applyInferred(last); err != nil {
-			return err
-		}
-		c.inferPending = false // a notice stepped while writing is applied
-	}
 	if len(rd.ReadStates) > 0 && c.onReads != nil {
-		for i := range rd.ReadStates {
-			rd.ReadStates[i].Index = max(rd.ReadStates[i].Index, c.readFloor())
-		}
 		c.onReads(rd.ReadStates)
 	}
 	c.maybeNotifyLeader()

@@ -82,20 +82,11 @@ const (
 	// writes (consensus.Core's tellCommit) tell its followers the last
 	// index it writes as the commit index, before a quorum made it durable.
 	TellUncommitted Name = "tell-uncommitted"
-	// NoticeBeforeWrite makes a leader send its durability notices
-	// (consensus durable.go) when its write starts, before its log is
-	// durable: a follower then applies entries only it may hold.
-	NoticeBeforeWrite Name = "notice-before-write"
-	// ReadBelowNotice makes a leader answer read indexes (syncs) with its
-	// commit index only, below entries its durability notices let
-	// followers apply and acknowledge: a read after a sync may miss them.
-	ReadBelowNotice Name = "read-below-notice"
 )
 
 var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
 	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite,
-	WriteOvertakesRead, EarlyAckBeforeWrite, ApplyUnwritten, TellUncommitted, NoticeBeforeWrite,
-	ReadBelowNotice}
+	WriteOvertakesRead, EarlyAckBeforeWrite, ApplyUnwritten, TellUncommitted}
 
 // on[i] is whether all[i] is switched on.
 var on = make([]atomic.Bool, len(all))
