@@ -115,7 +115,10 @@ type Core struct {
 	parallel     bool            // CoreOptions.ParallelApply
 	inbox        Inbox           // CoreOptions.Inbox
 	inboxBuf     []*pb.Message   // reused by stepInbox
-	toldCommit   uint64          // highest commit index tellCommit sent
+	// told is, per follower, the highest index tellCommit let it commit
+	// (min of its match and the commit index), in term toldTerm.
+	told     map[uint64]uint64
+	toldTerm uint64
 	// raftApplying is the last index raft handed out to apply (the last of
 	// a Ready's CommittedEntries, or the snapshot index recovered or
 	// restored). raft reads the entries after it from MemoryStorage in a
@@ -199,6 +202,7 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 		inbox:      opts.Inbox,
 		openApp:    make(map[uint64]int),
 		openMerged: make(map[uint64]int),
+		told:       make(map[uint64]uint64),
 	}
 	if c.transport == nil {
 		c.inbox = nil // a single member receives no messages
@@ -576,20 +580,34 @@ func (c *Core) send(msgs []*pb.Message) {
 // is a quorum's (which may be the followers' without the leader's write),
 // and raft sends its appends before its write too. A leader's log is only
 // appended to in its term, so the terms it reads are its log's.
+//
+// A follower is told whenever the index it may commit, min(match,
+// commit), rose past what it was told (told): also when the commit index
+// stays and its own acknowledgement raised its match, the follower that
+// acknowledged after the quorum did (in a group of 3, the slower of the
+// two followers, which serves a third of the clients). raft answers that
+// acknowledgement with the commit index too, but only in the next Ready,
+// after this write.
 func (c *Core) tellCommit(commit, term uint64, writing []*pb.Entry) {
 	if n := len(writing); n > 0 && mutation.Enabled(mutation.TellUncommitted) {
 		// Known wrong: what the leader writes is not committed yet.
 		commit = max(commit, writing[n-1].GetIndex())
 	}
-	if c.transport == nil || commit <= c.toldCommit {
+	if c.transport == nil {
 		return
 	}
-	c.toldCommit = commit
+	if term != c.toldTerm {
+		clear(c.told)
+		c.toldTerm = term
+	}
 	c.rn.WithProgress(func(id uint64, _ raft.ProgressType, pr tracker.Progress) {
 		if id == c.cfg.ID || pr.State != tracker.StateReplicate || pr.Match == 0 {
 			return
 		}
 		idx := min(pr.Match, commit)
+		if idx <= c.told[id] {
+			return
+		}
 		t, err := c.mem.Term(idx)
 		if err != nil {
 			if len(writing) == 0 || idx < writing[0].GetIndex() || idx > writing[len(writing)-1].GetIndex() {
@@ -597,6 +615,7 @@ func (c *Core) tellCommit(commit, term uint64, writing []*pb.Entry) {
 			}
 			t = writing[idx-writing[0].GetIndex()].GetTerm()
 		}
+		c.told[id] = idx
 		c.sendBuf = append(c.sendBuf, &pb.Message{Type: pb.MsgApp.Enum(), From: new(c.cfg.ID), To: new(id),
 			Term: new(term), Index: new(idx), LogTerm: new(t), Commit: new(commit)})
 	})

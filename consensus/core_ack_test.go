@@ -440,3 +440,39 @@ func TestLeaderTellsCommitBeforeApplying(t *testing.T) {
 	require.Equal(t, []uint64{2}, sm.told["a"], "2 was told a is committed before the leader applied a")
 	handleReadys(t, c)
 }
+
+// TestLeaderTellsLateFollowerTheCommit: while the leader writes entry b,
+// follower 2's acknowledgement commits entry a (2 is told at once), and
+// then follower 3 acknowledges a too. The commit index does not move, but
+// 3 may now commit a: it is told at once as well, not with the leader's
+// next Ready after the write (raft's own answer to that acknowledgement
+// waits for it). In a group of 3, 3 is the slower follower, and its
+// clients wait for its apply.
+func TestLeaderTellsLateFollowerTheCommit(t *testing.T) {
+	c, st, tr, sm, inbox := startTestLeader(t, 2, 3)
+	require.NoError(t, c.Propose([]byte("a")))
+	handleReadys(t, c) // writes a, sends it to 2 and 3, unanswered
+	a := st.lastIndex()
+	tr.take()
+	told := map[uint64][]uint64{} // per acknowledging follower: who was told a's commit
+	st.onWrite = func(w *WriteBatch) {
+		if len(w.Entries) == 0 || string(w.Entries[0].GetData()) != "b" {
+			return
+		}
+		for _, id := range []uint64{2, 3} {
+			inbox.deliver(t, &pb.Message{Type: pb.MsgAppResp.Enum(), From: new(id), To: new(uint64(1)),
+				Term: new(c.Term()), Index: new(a)})
+			for _, m := range tr.take() {
+				if m.GetType() == pb.MsgApp && len(m.GetEntries()) == 0 && m.GetCommit() >= a && m.GetIndex() >= a {
+					told[id] = append(told[id], m.GetTo())
+				}
+			}
+		}
+	}
+	require.NoError(t, c.Propose([]byte("b")))
+	require.NoError(t, c.HandleReady())
+	require.Equal(t, map[uint64][]uint64{2: {2}, 3: {3}}, told,
+		"each follower told it may commit a as soon as its acknowledgement made that true, while b was written")
+	require.Equal(t, []string{"a"}, sm.applied())
+	handleReadys(t, c)
+}

@@ -76,6 +76,21 @@ func newFrameWriter(c net.Conn) *frameWriter {
 	return &frameWriter{conn: c, w: bufio.NewWriterSize(c, 64<<10)}
 }
 
+// write writes f: its message as one frame or in chunks, or, for the rest
+// of a frame written in part (raw), its bytes as they are.
+func (fw *frameWriter) write(f outFrame) error {
+	if !f.raw {
+		return fw.writeMessage(f.buf)
+	}
+	if err := fw.setDeadline(); err != nil {
+		return err
+	}
+	if _, err := fw.w.Write(f.buf); err != nil {
+		return fmt.Errorf("write rest of frame: %w", err)
+	}
+	return nil
+}
+
 // writeMessage writes b, a marshalled message, as one frame or in chunks.
 func (fw *frameWriter) writeMessage(b []byte) error {
 	if len(b) <= maxFrameSize {

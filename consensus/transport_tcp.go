@@ -9,6 +9,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -81,6 +82,9 @@ type TCPTransport struct {
 	stats   map[uint64]*peerCounters
 
 	stopc chan struct{}
+	// beforeTake, set only by tests before Start, is called by each peer's
+	// sender goroutine before it waits for the next frame.
+	beforeTake func()
 	// ctx is canceled by Stop: the peers' dials derive from it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -233,14 +237,26 @@ func (t *TCPTransport) RemovePeer(id uint64) {
 const retireGrace = time.Second
 
 // Send marshals each message (raft may reuse them after Send returns) and
-// queues it for its peer without blocking. The queueing happens under t.mu,
-// as AddPeer and RemovePeer stop senders, so a message is never queued to a
-// sender that already drained its queue.
+// writes it to its peer's connection at once, from the caller's goroutine,
+// when that never waits (writeNow: nothing queued for the peer, nobody
+// writing to it, and the socket takes the frame), or else queues it for
+// the peer's sender goroutine, without blocking. Writing at once saves a
+// hand-off to the sender goroutine, which on a busy machine was a median
+// 44-111 µs per message in a 3-member benchmark (the raft loop starts the
+// log write right after sending its appends, and the sender goroutine
+// waited behind it), and a write's critical path holds up to four such
+// messages. The queueing happens under t.mu, as AddPeer and RemovePeer
+// stop senders, so a message is never queued to a sender that already
+// drained its queue; the writes at once happen under it too, so they keep
+// the order of Send calls with the queued ones.
 func (t *TCPTransport) Send(msgs []*pb.Message) {
 	for _, m := range msgs {
 		to := m.GetTo()
 		isSnap := m.GetType() == pb.MsgSnap
-		b, err := proto.Marshal(m)
+		// Marshalled behind room for the frame header, so that a frame
+		// written at once is one write.
+		size := proto.Size(m)
+		fb, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(make([]byte, frameHeaderSize, frameHeaderSize+size), m)
 		if err != nil {
 			t.lg.Error().Err(err).Uint64("to", to).Msg("marshal raft message")
 			if isSnap {
@@ -248,14 +264,20 @@ func (t *TCPTransport) Send(msgs []*pb.Message) {
 			}
 			continue
 		}
+		b := fb[frameHeaderSize:]
 		t.mu.Lock()
 		p := t.peers[to]
 		queued := false
 		if p != nil {
-			select {
-			case p.queue <- outFrame{buf: b, snap: isSnap}:
+			if !isSnap && len(b) <= maxFrameSize && p.writeNow(fb) {
 				queued = true
-			default:
+			} else {
+				select {
+				case p.queue <- outFrame{buf: b, snap: isSnap}:
+					p.unwritten.Add(1)
+					queued = true
+				default:
+				}
 			}
 		}
 		t.mu.Unlock()
@@ -387,6 +409,9 @@ func (t *TCPTransport) knownCounters(id uint64) *peerCounters {
 type outFrame struct {
 	buf  []byte
 	snap bool
+	// raw: buf is the rest of a frame writeNow wrote in part, written as
+	// is (it must be the next bytes on the connection).
+	raw bool
 }
 
 // tcpPeer owns the outbound connection to one peer.
@@ -407,6 +432,58 @@ type tcpPeer struct {
 
 	connMu sync.Mutex
 	conn   net.Conn // the current connection, closed by stop to end a blocked write
+
+	// Writing at once (writeNow). wmu is held by whoever writes to the
+	// connection: the sender goroutine for everything it does with a
+	// frame it took from the queue (dial, write, flush, close), or
+	// writeNow, which only tries it (TryLock) and never waits.
+	wmu sync.Mutex
+	fw  *frameWriter    // the sender's writer, nil while not connected; under wmu
+	raw syscall.RawConn // fw's socket if it is a plain socket (not TLS); under wmu
+	// unwritten counts the frames queued and not yet written or dropped
+	// (the sender subtracts a batch once it is done with it): while it is
+	// not zero, a frame written at once would overtake them. It only grows
+	// under t.mu, which writeNow holds.
+	unwritten atomic.Int64
+}
+
+// writeNow writes fb, a whole frame (header room included), to the
+// connection from the caller's goroutine, if that can happen at once and
+// in order: connected on a plain socket, nothing queued or being written
+// (unwritten, wmu), the writer's buffer empty, and the socket taking at
+// least part of it without waiting (writeNow the function). It reports
+// whether fb was handed over: written, or written in part with the rest
+// queued as the next bytes for the sender. Otherwise nothing was written
+// and the caller queues fb's message as usual. Called under t.mu.
+func (p *tcpPeer) writeNow(fb []byte) bool {
+	if p.unwritten.Load() != 0 || !p.wmu.TryLock() {
+		return false
+	}
+	defer p.wmu.Unlock()
+	if p.raw == nil || p.fw == nil || p.fw.w.Buffered() != 0 || p.unwritten.Load() != 0 || p.stopped() {
+		return false
+	}
+	n := len(fb) - frameHeaderSize
+	fb[0], fb[1], fb[2], fb[3] = frameMessage, byte(n>>16), byte(n>>8), byte(n)
+	w := writeNow(p.raw, fb)
+	if w <= 0 {
+		return false
+	}
+	if w < len(fb) {
+		// The queue is empty (unwritten is zero under t.mu), so this
+		// cannot fail; if it did, the stream would be torn: close it, and
+		// the sender reconnects.
+		select {
+		case p.queue <- outFrame{buf: fb[w:], raw: true}:
+			p.unwritten.Add(1)
+		default:
+			_ = p.fw.conn.Close()
+			p.raw = nil
+		}
+		return true
+	}
+	p.pc.wrote(1, time.Now(), p.t.cfg.WarnAfter)
+	return true
 }
 
 // stop ends the sender: run drops and reports what is still queued. It
@@ -534,14 +611,17 @@ func (p *tcpPeer) run() {
 		nextDial time.Time
 		batch    []outFrame
 	)
-	closeConn := func() {
+	closeConn := func() { // under wmu
 		if fw != nil {
 			_ = fw.conn.Close()
 			fw = nil
 		}
+		p.fw, p.raw = nil, nil
 	}
 	defer func() {
+		p.wmu.Lock()
 		closeConn()
+		p.wmu.Unlock()
 		p.drain()
 		close(p.done)
 	}()
@@ -554,7 +634,79 @@ func (p *tcpPeer) run() {
 		backoff = min(2*backoff, backoffMax)
 		p.drop(batch...)
 	}
+	// send handles batch, whose one frame f was just taken from the
+	// queue, under wmu: connect if need be, write f and whatever else is
+	// queued, flush. It reports whether the sender must end.
+	send := func(f outFrame) (stop bool) {
+		if p.stopped() {
+			p.drop(batch...)
+			return true
+		}
+		if fw == nil && f.raw {
+			// The rest of a frame whose start went to a connection that
+			// is gone: nothing to add it to.
+			p.drop(batch...)
+			return false
+		}
+		if fw == nil {
+			if time.Now().Before(nextDial) {
+				// Backing off: drop rather than deliver stale messages later.
+				p.drop(batch...)
+				return false
+			}
+			c, err := p.t.dial(p.ctx, p.addr)
+			if err != nil {
+				fail(fmt.Errorf("dial %s: %w", p.addr, err))
+				return false
+			}
+			if !p.setConn(c) {
+				_ = c.Close()
+				p.drop(batch...)
+				return true
+			}
+			fw = p.newFrameWriter(c)
+			p.fw, p.raw = fw, rawConn(c)
+			p.pc.dials.Add(1)
+			backoff = backoffMin
+		}
+		// Write this frame and whatever else is queued, then flush once.
+		err := fw.write(f)
+		for err == nil && len(batch) < maxBatch {
+			more := false
+			select {
+			case f = <-p.queue:
+				more = true
+			default:
+			}
+			if !more {
+				break
+			}
+			batch = append(batch, f)
+			err = fw.write(f)
+		}
+		if err == nil {
+			err = fw.flush()
+		}
+		if err != nil {
+			fail(err)
+			return false
+		}
+		p.pc.wrote(len(batch), time.Now(), p.t.cfg.WarnAfter)
+		for _, f := range batch {
+			if f.snap {
+				p.t.reportSnapshot(p.id, false)
+			}
+		}
+		return false
+	}
 	for {
+		// The last batch was written or dropped: writeNow may write again
+		// once nothing else is queued.
+		p.unwritten.Add(-int64(len(batch)))
+		batch = batch[:0]
+		if p.t.beforeTake != nil {
+			p.t.beforeTake()
+		}
 		var f outFrame
 		select {
 		case f = <-p.queue:
@@ -569,58 +721,26 @@ func (p *tcpPeer) run() {
 		case <-p.t.stopc:
 			return
 		}
-		batch = append(batch[:0], f)
-		if p.stopped() {
-			p.drop(batch...)
+		batch = append(batch, f)
+		p.wmu.Lock()
+		stop := send(f)
+		p.wmu.Unlock()
+		if stop {
 			return
 		}
-		if fw == nil {
-			if time.Now().Before(nextDial) {
-				// Backing off: drop rather than deliver stale messages later.
-				p.drop(batch...)
-				continue
-			}
-			c, err := p.t.dial(p.ctx, p.addr)
-			if err != nil {
-				fail(fmt.Errorf("dial %s: %w", p.addr, err))
-				continue
-			}
-			if !p.setConn(c) {
-				_ = c.Close()
-				p.drop(batch...)
-				return
-			}
-			fw = p.newFrameWriter(c)
-			p.pc.dials.Add(1)
-			backoff = backoffMin
-		}
-		// Write this frame and whatever else is queued, then flush once.
-		err := fw.writeMessage(f.buf)
-		for err == nil && len(batch) < maxBatch {
-			more := false
-			select {
-			case f = <-p.queue:
-				more = true
-			default:
-			}
-			if !more {
-				break
-			}
-			batch = append(batch, f)
-			err = fw.writeMessage(f.buf)
-		}
-		if err == nil {
-			err = fw.flush()
-		}
-		if err != nil {
-			fail(err)
-			continue
-		}
-		p.pc.wrote(len(batch), time.Now(), p.t.cfg.WarnAfter)
-		for _, f := range batch {
-			if f.snap {
-				p.t.reportSnapshot(p.id, false)
-			}
-		}
 	}
+}
+
+// rawConn returns c's socket for writeNow, nil unless c is a plain socket
+// (a TLS connection must encrypt what it writes).
+func rawConn(c net.Conn) syscall.RawConn {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -482,4 +483,77 @@ func TestStoppedPeerNextFrameFails(t *testing.T) {
 		err = fw.flush()
 	}
 	require.ErrorIs(t, err, errPeerStopped)
+}
+
+// TestSendWritesAtOnce: a message to a connected peer with nothing queued
+// is written by Send itself, not handed to the peer's sender goroutine
+// (which, on a busy machine, runs tens to hundreds of microseconds later:
+// the raft loop starts its log write right after sending its appends).
+// Here the sender goroutine is held before it takes a second frame, so
+// only a write at once delivers the second message.
+func TestSendWritesAtOnce(t *testing.T) {
+	tr2, rec2 := startTransport(t, 2)
+	tr1 := NewTCPTransport(TCPConfig{ID: 1, Listener: listenLoopback(t), Peers: []Peer{{ID: 2, Addr: tr2.Addr().String()}},
+		Logger: testLogger(t)})
+	gate := make(chan struct{})
+	var takes atomic.Int32
+	tr1.beforeTake = func() {
+		if takes.Add(1) > 1 {
+			<-gate
+		}
+	}
+	require.NoError(t, tr1.Start(newRecorder()))
+	t.Cleanup(tr1.Stop)
+	t.Cleanup(func() { close(gate) }) // runs before Stop
+
+	app := func(commit uint64) *pb.Message {
+		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)), Commit: new(commit),
+			Entries: []*pb.Entry{{Data: []byte("x")}}}
+	}
+	tr1.Send([]*pb.Message{app(1)}) // the sender goroutine dials and writes it
+	rec2.waitFor(t, testTimeout, "first message", func() bool { return len(rec2.msgs) == 1 })
+	deadline := time.Now().Add(testTimeout)
+	for takes.Load() < 2 {
+		require.False(t, time.Now().After(deadline), "the sender goroutine did not come back for the next frame")
+		time.Sleep(time.Millisecond)
+	}
+	tr1.Send([]*pb.Message{app(2)})
+	rec2.waitFor(t, testTimeout, "second message, written by Send while the sender goroutine is held", func() bool {
+		return len(rec2.msgs) == 2
+	})
+	require.Equal(t, uint64(2), rec2.msgs[1].GetCommit())
+	st := tr1.PeerStats()
+	require.Equal(t, uint64(2), st[0].Sent)
+}
+
+// TestSendAtOnceKeepsOrderWhenSocketFills: while the receiver takes
+// nothing, the socket's buffers fill: Send writes frames at once, then
+// part of one (its rest queued as the next bytes for the sender
+// goroutine), then queues. Once the receiver reads again, every message
+// arrives whole and in order.
+func TestSendAtOnceKeepsOrderWhenSocketFills(t *testing.T) {
+	h := &blockingHandler{recorder: newRecorder(), release: make(chan struct{})}
+	tr2 := NewTCPTransport(TCPConfig{ID: 2, Listener: listenLoopback(t), Logger: testLogger(t)})
+	require.NoError(t, tr2.Start(h))
+	t.Cleanup(tr2.Stop)
+	tr1, _ := startTransport(t, 1, Peer{ID: 2, Addr: tr2.Addr().String()})
+
+	const n = 600
+	data := make([]byte, 20<<10+7) // frames that do not divide a buffer's size
+	for i := range n {
+		data[0] = byte(i)
+		tr1.Send([]*pb.Message{{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)), Commit: new(uint64(i + 1)),
+			Entries: []*pb.Entry{{Data: data}}}})
+	}
+	close(h.release)
+	h.waitFor(t, testTimeout, "every message", func() bool { return len(h.msgs) == n })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, m := range h.msgs {
+		require.Equal(t, uint64(i+1), m.GetCommit(), "message %d in order", i)
+		got := m.GetEntries()[0].GetData()
+		require.Len(t, got, len(data), "message %d whole", i)
+		require.Equal(t, byte(i), got[0], "message %d", i)
+	}
+	require.Zero(t, tr1.PeerStats()[0].Dropped)
 }
