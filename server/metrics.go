@@ -14,7 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
+
+	"github.com/zkraft/zkraft/internal/lathist"
 )
 
 // operability runs the two HTTP endpoints of a server, the AdminServer
@@ -36,17 +37,27 @@ type operability struct {
 	metricsAddr net.Addr
 }
 
-// requestLatency is one kind of request's latency in ms: min/avg/max since
-// the last srst, and a summary for percentiles (never reset, as Prometheus
-// expects of a summary).
+// requestLatency is one kind of request's latency: min/avg/max in ms since
+// the last srst, and a sliding window of log-linear histograms for the
+// percentiles, with a count and sum since start (never reset, as
+// Prometheus expects of a summary). Recording one is a few atomic adds and
+// one read of the monotonic clock (lathist.Window.Observe).
 type requestLatency struct {
-	stats   latencyStats
-	summary prometheus.Summary
+	stats  latencyStats
+	window *lathist.Window
 }
 
-// latencyObjectives are the summary's quantiles: ZooKeeper's Prometheus
+// latencyQuantiles are the summaries' quantiles: ZooKeeper's Prometheus
 // quantiles (0.5, 0.9, 0.99) and mntr's percentiles (p50, p95, p99, p999).
-var latencyObjectives = map[float64]float64{0.5: 0.05, 0.9: 0.01, 0.95: 0.005, 0.99: 0.001, 0.999: 0.0001}
+var latencyQuantiles = []float64{0.5, 0.9, 0.95, 0.99, 0.999}
+
+// The quantiles cover the last 8 to 10 minutes: a ring of 5 windows of 2
+// minutes each, as client_golang's default Summary (MaxAge 10 minutes, 5
+// AgeBuckets) that zkraft used before.
+const (
+	latencyWindowSteps = 5
+	latencyWindowStep  = 2 * time.Minute
+)
 
 // defaultTraceMask is ZooKeeper's default trace mask, which gtmk reports.
 const defaultTraceMask = 306
@@ -54,13 +65,10 @@ const defaultTraceMask = 306
 func newOperability(s *Server) *operability {
 	o := &operability{s: s, reg: prometheus.NewRegistry()}
 	o.traceMask.Store(defaultTraceMask)
-	newSummary := func(name, help string) prometheus.Summary {
-		return prometheus.NewSummary(prometheus.SummaryOpts{Name: name, Help: help, Objectives: latencyObjectives})
-	}
-	o.read.summary = newSummary("readlatency", "Read request latency in milliseconds, from arrival to reply")
-	o.update.summary = newSummary("updatelatency", "Write request latency in milliseconds, from arrival to reply (after quorum commit and fsync)")
+	o.read.window = lathist.NewWindow(latencyWindowSteps, latencyWindowStep, nil)
+	o.update.window = lathist.NewWindow(latencyWindowSteps, latencyWindowStep, nil)
 	o.resetLatency()
-	o.reg.MustRegister(o.read.summary, o.update.summary, &serverCollector{s: s}, &peerCollector{s: s}) // peerstats.go
+	o.reg.MustRegister(&latencyCollector{o: o}, &serverCollector{s: s}, &peerCollector{s: s}) // peerstats.go
 	if s.cfg.MetricsExportJvm {
 		o.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
@@ -76,7 +84,7 @@ func (s *Server) observeRequest(read bool, d time.Duration) {
 		l = &s.ops.read
 	}
 	l.stats.recordLatency(d.Milliseconds())
-	l.summary.Observe(float64(d) / float64(time.Millisecond))
+	l.window.Observe(d)
 }
 
 func (o *operability) resetLatency() {
@@ -98,27 +106,45 @@ func (o *operability) latencySummary(read bool) latencySummary {
 	}
 	min, avg, max := l.stats.latency()
 	out := latencySummary{avg: roundAvg(avg), min: min, max: max, count: l.stats.count.Load(), sum: l.stats.sumLatency.Load()}
-	var m dto.Metric
-	if err := l.summary.Write(&m); err == nil && m.GetSummary() != nil {
-		for _, q := range m.GetSummary().GetQuantile() {
-			v := q.GetValue()
-			if math.IsNaN(v) {
-				continue
-			}
-			n := int64(math.Round(v))
-			switch q.GetQuantile() {
-			case 0.5:
-				out.p50 = n
-			case 0.95:
-				out.p95 = n
-			case 0.99:
-				out.p99 = n
-			case 0.999:
-				out.p999 = n
-			}
-		}
+	var c lathist.Counts
+	l.window.Snapshot(&c)
+	if c.Total() > 0 {
+		round := func(q float64) int64 { return int64(math.Round(c.Quantile(q) / float64(time.Millisecond))) }
+		out.p50, out.p95, out.p99, out.p999 = round(0.5), round(0.95), round(0.99), round(0.999)
 	}
 	return out
+}
+
+// latencyCollector exports readlatency and updatelatency as Prometheus
+// summaries: the quantiles of the window (NaN while it is empty), the
+// count and the sum in ms since start.
+type latencyCollector struct{ o *operability }
+
+var (
+	readLatencyDesc   = prometheus.NewDesc("readlatency", "Read request latency in milliseconds, from arrival to reply", nil, nil)
+	updateLatencyDesc = prometheus.NewDesc("updatelatency", "Write request latency in milliseconds, from arrival to reply (after quorum commit and fsync)", nil, nil)
+)
+
+func (c *latencyCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- readLatencyDesc
+	ch <- updateLatencyDesc
+}
+
+func (c *latencyCollector) Collect(ch chan<- prometheus.Metric) {
+	ms := float64(time.Millisecond)
+	for _, l := range []struct {
+		desc *prometheus.Desc
+		lat  *requestLatency
+	}{{readLatencyDesc, &c.o.read}, {updateLatencyDesc, &c.o.update}} {
+		count, sum := l.lat.window.Count(), l.lat.window.Sum()
+		var counts lathist.Counts
+		l.lat.window.Snapshot(&counts)
+		quantiles := make(map[float64]float64, len(latencyQuantiles))
+		for _, q := range latencyQuantiles {
+			quantiles[q] = counts.Quantile(q) / ms
+		}
+		ch <- prometheus.MustNewConstSummary(l.desc, count, float64(sum)/ms, quantiles)
+	}
 }
 
 // start opens the endpoints the config enables. As in ZooKeeper, an
