@@ -115,6 +115,10 @@
 // the snapshot encoder takes it with no server mutex held; FreezeSnapshot
 // takes the tree's freeze mutex under the read side.
 //
+// internal/lathist's Window.mu (the request latency windows) is a leaf: a
+// connection's writer takes it once per window step when it records a
+// reply's latency, and mntr and the metrics scrape when they read them.
+//
 // session.Tracker's and consensus.Node's own locks are leaves from this
 // package's view: their methods are called with no server mutex held, except
 // that Node methods may be called under reconfigMu. Server.stopOnce,
