@@ -3,7 +3,7 @@
 // answers quantiles over a sliding window of recent observations.
 //
 // A Histogram has 64 buckets per power of two of nanoseconds (values below
-// 64 ns have a bucket each): a value's bucket is found from its bit length
+// 128 ns have a bucket each): a value's bucket is found from its bit length
 // and next six bits, and a quantile is reported as the middle of its
 // bucket, within 1/128 (0.8%) of the exact value for every duration from
 // 1 ns to 292 years.
@@ -18,6 +18,7 @@
 package lathist
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 	"sync"
@@ -159,6 +160,9 @@ type windowStep struct {
 // NewWindow is a Window of n steps of length step (n >= 2), taking time
 // from now, or from the monotonic clock when now is nil.
 func NewWindow(n int, step time.Duration, now func() time.Time) *Window {
+	if n < 2 || step <= 0 {
+		panic(fmt.Sprintf("lathist: a window needs at least 2 steps of a positive length, got %d of %v", n, step))
+	}
 	w := &Window{step: step, steps: make([]windowStep, n)}
 	if now == nil {
 		origin := time.Now()

@@ -280,3 +280,12 @@ func BenchmarkTimeNow(b *testing.B) {
 		_ = time.Now()
 	}
 }
+
+func TestNewWindowRejectsBadShapes(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		step time.Duration
+	}{{1, time.Minute}, {0, time.Minute}, {5, 0}, {5, -time.Second}} {
+		require.Panics(t, func() { NewWindow(c.n, c.step, nil) }, "n=%d step=%v", c.n, c.step)
+	}
+}
