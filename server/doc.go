@@ -89,7 +89,9 @@
 // connection it dials (peers, the leader's liveness port) goes through
 // Config.Network (internal/netseam; the operating system's network when
 // nil), with TLS layered on top. Tests run whole ensembles on
-// internal/memnet, which can cut links between members.
+// internal/memnet, which can cut links between members. The client ports
+// are opened with netseam.ListenClients: no TCP keep-alive on client
+// connections, as in ZooKeeper (sessions have pings and a timeout).
 //
 // # Lock order
 //
