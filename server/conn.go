@@ -322,10 +322,12 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 		return false // connectOutcome: no answer
 	}
 	// Logged once the client has its answer (or is refused): the log
-	// write is not on the way to the ConnectResponse.
+	// write is not on the way to the ConnectResponse. Debug, as ZooKeeper
+	// 3.8's "Established session": at info level a client that opens
+	// sessions by the thousand would write a log line for each.
 	logCreated := func() {
 		if req.SessionID == 0 {
-			srv.log.Info().Str("session", sessionHex(plan.resp.SessionID)).Int32("timeout_ms", plan.timeout).Str("remote", c.remote).Msg("session created")
+			srv.log.Debug().Str("session", sessionHex(plan.resp.SessionID)).Int32("timeout_ms", plan.timeout).Str("remote", c.remote).Msg("session created")
 		}
 	}
 	c.sessionID, c.timeoutMs = plan.resp.SessionID, plan.timeout

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net"
 	"runtime"
@@ -474,6 +475,47 @@ func TestAcceptedConnSocketOptions(t *testing.T) {
 			require.NoError(t, kerr)
 			require.NotZero(t, noDelay, "TCP_NODELAY on an accepted client connection")
 			require.Zero(t, keepAlive, "SO_KEEPALIVE on an accepted client connection")
+		})
+	}
+}
+
+// TestSessionLifecycleLogsAtDebug: a session its client opens and closes
+// writes no log line at info level, as in ZooKeeper 3.8 (whose "Established
+// session" is a debug line): a client opening sessions by the thousand
+// wrote two lines for each, a tenth of the server's syscalls of a session.
+// At debug level both lines are there.
+func TestSessionLifecycleLogsAtDebug(t *testing.T) {
+	tests := []struct {
+		level zerolog.Level
+		want  []string // messages of lines naming the session
+	}{
+		{zerolog.InfoLevel, nil},
+		{zerolog.DebugLevel, []string{"session created", "request", "session closing"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.level.String(), func(t *testing.T) {
+			var logs syncBuffer
+			cfg := Default()
+			cfg.ClientPort, cfg.ClientPortAddress = 0, "127.0.0.1"
+			cfg.DataDir = t.TempDir()
+			cfg.AdminEnabled = false
+			s := New(cfg, zerolog.New(&logs).Level(tt.level))
+			require.NoError(t, s.Start())
+			t.Cleanup(func() { _ = s.Stop() })
+			c, resp := zktest.DialRaw(t, s.Addr().String(), 0, nil, 30000, false)
+			require.NotZero(t, resp.SessionID)
+			_, err := c.CloseSession()
+			require.NoError(t, err)
+			require.NoError(t, s.Stop()) // every connection ended: its lines are written
+			var got []string
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, sessionHex(resp.SessionID)) {
+					var rec struct{ Message string }
+					require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+					got = append(got, rec.Message)
+				}
+			}
+			require.Equal(t, tt.want, got)
 		})
 	}
 }

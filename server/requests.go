@@ -234,7 +234,8 @@ func (c *conn) handleClose(xid int32) bool {
 		return false
 	}
 	c.srv.tracker.SetClosing(c.sessionID)
-	c.srv.log.Info().Str("session", sessionHex(c.sessionID)).Msg("session closing")
+	// Debug, as session creation (handshake): ZooKeeper 3.8 logs neither.
+	c.srv.log.Debug().Str("session", sessionHex(c.sessionID)).Msg("session closing")
 	<-c.done
 	return false
 }
