@@ -78,7 +78,7 @@ type conn struct {
 
 	closeOnce  sync.Once
 	done       chan struct{}
-	writerDone chan struct{} // closed when the writer goroutine ended; nil if it never started (serve goroutine only)
+	writerDone chan struct{} // closed when the writer goroutine ended; nil if it never started (startWriter; serve goroutine only)
 
 	watches watchIndex // this connection's watches; guarded by srv.watches.mu
 
@@ -288,7 +288,21 @@ func (c *conn) serve() {
 	if !c.setReadDeadline(time.Time{}) {
 		return
 	}
+	c.readLoop(br)
+}
 
+// startWriter starts the connection's writer (writeLoop) unless it runs
+// already (reader only). The reader starts it before it handles any request
+// but a closeSession, so before anything is queued for the writer: requests
+// and ping replies are queued by the reader, and events only for watches,
+// which only requests (reads) set. A session whose first request is
+// closeSession never has a writer: its reader answers it (awaitLastReply),
+// and the goroutine, its start and two wake-ups are saved on every session
+// that is opened and closed.
+func (c *conn) startWriter() {
+	if c.writerDone != nil {
+		return
+	}
 	c.writerDone = make(chan struct{})
 	c.srv.connWG.Add(1) // the serve goroutine's count is held: never from zero
 	go func() {
@@ -296,7 +310,21 @@ func (c *conn) serve() {
 		defer close(c.writerDone)
 		c.writeLoop()
 	}()
-	c.readLoop(br)
+}
+
+// awaitLastReply is the reader's end once it queued a reply after which
+// the connection closes (a closeSession's, a refusal's): it reads nothing
+// more and waits for the writer to answer and close. With no writer (the
+// request was the connection's first, a closeSession), nothing else is
+// queued and the reader runs the writer's loop itself: it owns the
+// writer's state (bw, enc, the reply queue's consumer side) as long as no
+// writer was started, and finish waits for no other goroutine.
+func (c *conn) awaitLastReply() {
+	if c.writerDone == nil {
+		c.writeLoop()
+		return
+	}
+	<-c.done
 }
 
 // handshake settles the session of a new connection, answering as
@@ -331,10 +359,12 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 		return false // connectOutcome: no answer
 	}
 	// Logged once the client has its answer (or is refused): the log
-	// write is not on the way to the ConnectResponse.
+	// write is not on the way to the ConnectResponse. Debug, as ZooKeeper
+	// 3.8's "Established session": at info level a client that opens
+	// sessions by the thousand would write a log line for each.
 	logCreated := func() {
 		if req.SessionID == 0 {
-			srv.log.Info().Str("session", sessionHex(plan.resp.SessionID)).Int32("timeout_ms", plan.timeout).Str("remote", c.remote).Msg("session created")
+			srv.log.Debug().Str("session", sessionHex(plan.resp.SessionID)).Int32("timeout_ms", plan.timeout).Str("remote", c.remote).Msg("session created")
 		}
 	}
 	c.sessionID, c.timeoutMs = plan.resp.SessionID, plan.timeout
@@ -433,6 +463,9 @@ func (c *conn) readLoop(br *bufio.Reader) {
 		}
 		// The RequestHeader record (xid, type), read in place.
 		hdr := jute.RequestHeader{Xid: int32(binary.BigEndian.Uint32(frame)), Type: int32(binary.BigEndian.Uint32(frame[4:]))}
+		if hdr.Type != jute.OpCloseSession {
+			c.startWriter()
+		}
 		if !c.handle(hdr, frame[8:]) {
 			return
 		}

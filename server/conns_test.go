@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"net"
 	"runtime"
@@ -428,30 +430,94 @@ func TestNewConnAllocatesLittle(t *testing.T) {
 	runtime.KeepAlive(conns)
 }
 
-// TestAcceptedConnNoDelay: a client connection's replies are not held back
-// by Nagle's algorithm (TCP_NODELAY), which the net package sets on every
-// TCP connection it accepts; acceptLoop does not set it again.
-func TestAcceptedConnNoDelay(t *testing.T) {
-	s := startServer(t, nil)
-	dial(t, s)
-	s.connMu.Lock()
-	var tcs []*net.TCPConn
-	for c := range s.conns {
-		tc, ok := c.nc.(*net.TCPConn)
-		require.True(t, ok, "client connection is %T", c.nc)
-		tcs = append(tcs, tc)
+// TestAcceptedConnSocketOptions: a client connection's replies are not held
+// back by Nagle's algorithm (TCP_NODELAY, which the net package sets on
+// every TCP connection it accepts; acceptLoop does not set it again), and it
+// has no TCP keep-alive, as in ZooKeeper (zookeeper.clientTcpKeepAlive is
+// off by default): a session has pings and a timeout, and turning keep-alive
+// on took four setsockopt calls per accepted connection. Both client ports.
+func TestAcceptedConnSocketOptions(t *testing.T) {
+	f := newTLSFixture(t)
+	tests := []struct {
+		name string
+		addr func(*Server) net.Addr
+	}{
+		{"client port", (*Server).Addr},
+		{"secure client port", (*Server).SecureAddr},
 	}
-	s.connMu.Unlock()
-	require.Len(t, tcs, 1)
-	raw, err := tcs[0].SyscallConn()
-	require.NoError(t, err)
-	var noDelay int
-	var serr error
-	require.NoError(t, raw.Control(func(fd uintptr) {
-		noDelay, serr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_NODELAY)
-	}))
-	require.NoError(t, serr)
-	require.NotZero(t, noDelay, "TCP_NODELAY on an accepted client connection")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startTLSServer(t, f.secure("none"))
+			nc, err := net.Dial("tcp", tt.addr(s).String())
+			require.NoError(t, err)
+			defer nc.Close()
+			require.Eventually(t, func() bool { return connCount(s) == 1 }, 10*time.Second, time.Millisecond)
+			s.connMu.Lock()
+			var sc net.Conn
+			for c := range s.conns {
+				sc = c.nc
+			}
+			s.connMu.Unlock()
+			if tc, ok := sc.(*tls.Conn); ok {
+				sc = tc.NetConn()
+			}
+			tc, ok := sc.(*net.TCPConn)
+			require.True(t, ok, "client connection is %T", sc)
+			raw, err := tc.SyscallConn()
+			require.NoError(t, err)
+			var noDelay, keepAlive int
+			var nerr, kerr error
+			require.NoError(t, raw.Control(func(fd uintptr) {
+				noDelay, nerr = syscall.GetsockoptInt(int(fd), syscall.IPPROTO_TCP, syscall.TCP_NODELAY)
+				keepAlive, kerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_KEEPALIVE)
+			}))
+			require.NoError(t, nerr)
+			require.NoError(t, kerr)
+			require.NotZero(t, noDelay, "TCP_NODELAY on an accepted client connection")
+			require.Zero(t, keepAlive, "SO_KEEPALIVE on an accepted client connection")
+		})
+	}
+}
+
+// TestSessionLifecycleLogsAtDebug: a session its client opens and closes
+// writes no log line at info level, as in ZooKeeper 3.8 (whose "Established
+// session" is a debug line): a client opening sessions by the thousand
+// wrote two lines for each, a tenth of the server's syscalls of a session.
+// At debug level both lines are there.
+func TestSessionLifecycleLogsAtDebug(t *testing.T) {
+	tests := []struct {
+		level zerolog.Level
+		want  []string // messages of lines naming the session
+	}{
+		{zerolog.InfoLevel, nil},
+		{zerolog.DebugLevel, []string{"session created", "request", "session closing"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.level.String(), func(t *testing.T) {
+			var logs syncBuffer
+			cfg := Default()
+			cfg.ClientPort, cfg.ClientPortAddress = 0, "127.0.0.1"
+			cfg.DataDir = t.TempDir()
+			cfg.AdminEnabled = false
+			s := New(cfg, zerolog.New(&logs).Level(tt.level))
+			require.NoError(t, s.Start())
+			t.Cleanup(func() { _ = s.Stop() })
+			c, resp := zktest.DialRaw(t, s.Addr().String(), 0, nil, 30000, false)
+			require.NotZero(t, resp.SessionID)
+			_, err := c.CloseSession()
+			require.NoError(t, err)
+			require.NoError(t, s.Stop()) // every connection ended: its lines are written
+			var got []string
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, sessionHex(resp.SessionID)) {
+					var rec struct{ Message string }
+					require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+					got = append(got, rec.Message)
+				}
+			}
+			require.Equal(t, tt.want, got)
+		})
+	}
 }
 
 // TestRequestMakesNoConnLogger: a connection whose requests log nothing

@@ -46,8 +46,12 @@
 //     Server.wg; ends when Stop closes the listener.
 //   - per connection, the reader (conn.serve, after serveTLS's handshake for
 //     TLS) owns the read side of the socket, conn.ep (its write sequence) and the
-//     proposals of its requests; it starts the writer (conn.writeLoop) after
-//     the handshake; it also owns the connection's auth ids (digest, x509,
+//     proposals of its requests; it starts the writer (conn.writeLoop,
+//     startWriter) before it handles the connection's first request other
+//     than closeSession, so before anything is queued for it; a closeSession
+//     that comes first is answered by the reader itself, which then runs the
+//     writer's loop (awaitLastReply) and owns the writer's state as long as
+//     no writer was started; it also owns the connection's auth ids (digest, x509,
 //     and sasl from its DIGEST-MD5 exchange, conn.saslServer) and checks
 //     enforce.auth before each request. The writer owns the socket's write
 //     side, conn.enc, conn.bw, replyZxid and the reply queue's written zxid, and answers
@@ -89,7 +93,9 @@
 // connection it dials (peers, the leader's liveness port) goes through
 // Config.Network (internal/netseam; the operating system's network when
 // nil), with TLS layered on top. Tests run whole ensembles on
-// internal/memnet, which can cut links between members.
+// internal/memnet, which can cut links between members. The client ports
+// are opened with netseam.ListenClients: no TCP keep-alive on client
+// connections, as in ZooKeeper (sessions have pings and a timeout).
 //
 // # Lock order
 //

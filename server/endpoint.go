@@ -125,14 +125,20 @@ func connectOutcome(p *connectPlan, applyErr int32, attachable bool) (resp *jute
 // attachable reports whether session id is live and its connection is
 // connID (its createSession or attach entry was the last one applied).
 func (sm *stateMachine) attachable(id int64, connID uint64) bool {
-	_, ok := sm.session(id)
-	return ok && sm.sessionConn(id) == connID
+	sm.mu.RLock()
+	defer sm.mu.RUnlock()
+	_, ok := sm.sessions.Get(id)
+	return ok && sm.order[id].ConnID == connID
 }
 
+// connectResponseFrameSize is the size of a ConnectResponse frame with a
+// 16-byte password and the readOnly byte, length prefix included.
+const connectResponseFrameSize = 4 + 4 + 4 + 8 + 4 + 16 + 1
+
 // connectResponseFrame encodes a ConnectResponse frame, length prefix
-// included.
+// included, into one allocation (a growing encoder took four).
 func connectResponseFrame(resp *jute.ConnectResponse) []byte {
-	enc := jute.NewEncoder(nil)
+	enc := jute.NewEncoder(make([]byte, 0, connectResponseFrameSize))
 	start := enc.StartFrame()
 	enc.WriteRecord(resp)
 	enc.EndFrame(start)

@@ -618,3 +618,33 @@ func TestEndpointClose(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectResponseFrame: the frame holds the response, with the readOnly
+// byte only when the request had it, and takes no more allocations than the
+// encoder and its buffer (a growing encoder took four, on every handshake).
+func TestConnectResponseFrame(t *testing.T) {
+	tests := []struct {
+		name     string
+		readOnly bool
+		wantLen  int
+	}{
+		{"client without the readOnly byte", false, connectResponseFrameSize - 1},
+		{"client with the readOnly byte", true, connectResponseFrameSize},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := &jute.ConnectResponse{TimeOut: 4000, SessionID: 0x1234, Passwd: bytes.Repeat([]byte{7}, 16), HasReadOnly: tt.readOnly}
+			frame := connectResponseFrame(resp)
+			if len(frame) != tt.wantLen {
+				t.Fatalf("frame of %d bytes, want %d", len(frame), tt.wantLen)
+			}
+			got := decodeConnectResponse(t, frame)
+			if got.TimeOut != resp.TimeOut || got.SessionID != resp.SessionID || !bytes.Equal(got.Passwd, resp.Passwd) {
+				t.Fatalf("decoded %+v, want %+v", got, resp)
+			}
+			if n := testing.AllocsPerRun(100, func() { _ = connectResponseFrame(resp) }); n > 2 {
+				t.Fatalf("%v allocations per frame, want at most 2", n)
+			}
+		})
+	}
+}

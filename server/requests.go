@@ -68,7 +68,7 @@ func (c *conn) handle(hdr jute.RequestHeader, body []byte) bool {
 	c.enqueue(&item{build: func(*item) ([]byte, bool) {
 		return c.reply(xid, -1, jute.ErrUnimplemented, nil), true // ZooKeeper's zxid here is -1
 	}})
-	<-c.done
+	c.awaitLastReply()
 	return false
 }
 
@@ -117,7 +117,7 @@ func (c *conn) handleAuth(xid int32, body []byte) bool {
 		c.enqueue(&item{build: func(*item) ([]byte, bool) {
 			return c.reply(xid, 0, jute.ErrAuthFailed, nil), true
 		}})
-		<-c.done
+		c.awaitLastReply()
 		return false
 	}
 	c.addAuthIDs(added)
@@ -259,8 +259,9 @@ func (c *conn) handleClose(xid int32) bool {
 		return false
 	}
 	c.srv.tracker.SetClosing(c.sessionID)
-	c.srv.log.Info().Str("session", sessionHex(c.sessionID)).Msg("session closing")
-	<-c.done
+	// Debug, as session creation (handshake): ZooKeeper 3.8 logs neither.
+	c.srv.log.Debug().Str("session", sessionHex(c.sessionID)).Msg("session closing")
+	c.awaitLastReply()
 	return false
 }
 

@@ -98,7 +98,7 @@ func (c *conn) handleSASL(xid int32, body []byte) bool {
 				// client reads it before it looks at the code.
 				return c.replyWithBody(xid, 0, code, &jute.BufferRecord{}), true
 			}})
-			<-c.done
+			c.awaitLastReply()
 			return false
 		}
 	}
@@ -143,6 +143,6 @@ func (c *conn) refuseUnauthenticated(xid int32) bool {
 	c.enqueue(&item{build: func(*item) ([]byte, bool) {
 		return c.reply(xid, 0, jute.ErrSessionClosedRequireAuth, nil), true
 	}})
-	<-c.done
+	c.awaitLastReply()
 	return false
 }

@@ -191,7 +191,7 @@ func (s *Server) Start() (err error) {
 	}
 	if s.cfg.ClientPort >= 0 {
 		addr := net.JoinHostPort(s.cfg.ClientPortAddress, strconv.Itoa(s.cfg.ClientPort))
-		ln, err := s.network.Listen("tcp", addr)
+		ln, err := netseam.ListenClients(s.network, "tcp", addr)
 		if err != nil {
 			return fmt.Errorf("listen on %s: %w", addr, err)
 		}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
@@ -12,11 +14,14 @@ import (
 // ConnectResponse), close it (closeSession and its reply) and drop the
 // socket. The client is the raw one, so allocations and CPU are mostly the
 // server's (accept, handshake, two raft entries, the replies, teardown).
+// cpu-µs/op is the process's CPU time (user and system) per session, which
+// moves less than ns/op on a machine that other work shares.
 func BenchmarkSessionConnectClose(b *testing.B) {
 	s := startBenchServer(b)
 	addr := s.Addr().String()
 	b.SetParallelism(8) // 16 clients on 2 CPUs, as zkbench
 	b.ReportAllocs()
+	cpu0 := processCPU(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -35,4 +40,15 @@ func BenchmarkSessionConnectClose(b *testing.B) {
 			}
 		}
 	})
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU is the CPU time (user and system) the process used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

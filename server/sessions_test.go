@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -372,4 +373,82 @@ func TestSessionChurnAllocations(t *testing.T) {
 	// sessionChurnBytes: 20 KiB, 128 KiB under -race, whose sync.Pool drops
 	// a quarter of what is put back (race_on_test.go).
 	require.Less(t, perSession, uint64(sessionChurnBytes))
+}
+
+// readerWaiting reports whether a connection's reader waits for a request
+// (readLoop) among gs.
+func readerWaiting(gs []string) bool {
+	for _, g := range gs {
+		if strings.Contains(g, "server.(*conn).readLoop") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestWriterStartsWithFirstRequest: a connection's writer goroutine starts
+// with its first request other than closeSession (startWriter). A session
+// whose first request is closeSession, as every one of zkbench's session
+// workload, is answered by its reader (awaitLastReply): the close is
+// committed, answered, and the connection closed, with no writer started.
+func TestWriterStartsWithFirstRequest(t *testing.T) {
+	tests := []struct {
+		name    string
+		request func(t *testing.T, c *zktest.RawConn)
+		writer  bool // a writer goroutine runs once the request was answered
+	}{
+		{"none", func(*testing.T, *zktest.RawConn) {}, false},
+		{"ping", func(t *testing.T, c *zktest.RawConn) { require.NoError(t, c.Ping()) }, true},
+		{"exists", func(t *testing.T, c *zktest.RawConn) {
+			_, err := c.Call(jute.OpExists, &jute.PathWatchRequest{Path: "/"}, &jute.StatResponse{})
+			require.NoError(t, err)
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startServer(t, nil)
+			c := dial(t, s)
+			tt.request(t, c)
+			// Once the reader waits for the next request, the writer it
+			// started, if any, exists (started before the request was
+			// handled).
+			require.Eventually(t, func() bool { return readerWaiting(connGoroutines()) }, 10*time.Second, time.Millisecond)
+			n := len(connGoroutines())
+			want := 1
+			if tt.writer {
+				want = 2
+			}
+			require.Equal(t, want, n, "goroutines of the connection (reader, writer)")
+		})
+	}
+	// closeSession first: answered with no writer, then the connection
+	// closes; refused (enforce.auth) without ending the session.
+	closeFirst := []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr int32
+	}{
+		{"closeSession first", nil, 0},
+		{"closeSession first, not authenticated as enforced", func(c *Config) {
+			c.SASL.EnforceAuthEnabled = true
+			c.SASL.EnforceAuthSchemes = []string{"digest"}
+		}, jute.ErrSessionClosedRequireAuth},
+	}
+	for _, tt := range closeFirst {
+		t.Run(tt.name, func(t *testing.T) {
+			s := startServer(t, tt.mutate)
+			c, resp := zktest.DialRaw(t, s.Addr().String(), 0, nil, 30000, false)
+			require.NotZero(t, resp.SessionID)
+			hdr, err := c.Call(jute.OpCloseSession, nil, nil)
+			require.NoError(t, err)
+			require.Equal(t, tt.wantErr, hdr.Err)
+			require.NoError(t, c.ExpectClosed(10*time.Second))
+			_, live := s.sm.session(resp.SessionID)
+			require.Equal(t, tt.wantErr != 0, live, "the session lives on unless its close was answered")
+			if tt.wantErr == 0 {
+				require.NotZero(t, hdr.Zxid, "the close's own zxid")
+			}
+			waitNoConns(t, s)
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/zkraft/zkraft/internal/netseam"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -28,7 +29,7 @@ func (s *Server) listenSecure() error {
 		return nil
 	}
 	addr := s.cfg.SecureClientAddr()
-	ln, err := s.network.Listen("tcp", addr)
+	ln, err := netseam.ListenClients(s.network, "tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on secure client port %s: %w", addr, err)
 	}

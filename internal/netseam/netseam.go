@@ -56,6 +56,34 @@ func (osNetwork) Listen(network, addr string) (net.Listener, error) {
 	return net.Listen(network, addr)
 }
 
+// ListenClients is Listen without TCP keep-alive on the connections it
+// accepts (net.Listen turns it on, four setsockopt calls per accepted
+// connection).
+func (osNetwork) ListenClients(network, addr string) (net.Listener, error) {
+	lc := net.ListenConfig{KeepAlive: -1}
+	return lc.Listen(context.Background(), network, addr)
+}
+
+// clientListener is a Network with a listener for ZooKeeper clients of its
+// own (ListenClients).
+type clientListener interface {
+	ListenClients(network, addr string) (net.Listener, error)
+}
+
+// ListenClients opens a listener for ZooKeeper clients on n. On the
+// operating system's network the connections it accepts have no TCP
+// keep-alive, as ZooKeeper's (zookeeper.clientTcpKeepAlive is off by
+// default): a session has its own liveness, pings within its timeout, and a
+// connection is closed when its session expires or, before it has one, when
+// its connect request does not come in time. Other networks have no
+// keep-alive to turn off: it is n.Listen.
+func ListenClients(n Network, network, addr string) (net.Listener, error) {
+	if cl, ok := n.(clientListener); ok {
+		return cl.ListenClients(network, addr)
+	}
+	return n.Listen(network, addr)
+}
+
 func (osNetwork) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	var d net.Dialer
 	return d.DialContext(ctx, network, addr)

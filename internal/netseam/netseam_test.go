@@ -9,7 +9,9 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"math/big"
+	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,5 +111,70 @@ func TestOr(t *testing.T) {
 	h := memnet.New().Host("m1")
 	if netseam.Or(h) != netseam.Network(h) {
 		t.Fatal("Or changed a given Network")
+	}
+}
+
+// TestListenClients: on the operating system's network the connections a
+// client listener accepts have no TCP keep-alive (net.Listen's have it);
+// another Network's Listen is used as it is.
+func TestListenClients(t *testing.T) {
+	tests := []struct {
+		name string
+		n    netseam.Network
+		addr string
+	}{
+		{"operating system", netseam.OS, "127.0.0.1:0"},
+		{"memnet", memnet.New().Host("m1"), "m1:2181"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ln, err := netseam.ListenClients(tt.n, "tcp", tt.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			accepted := make(chan net.Conn, 1)
+			go func() {
+				c, err := ln.Accept()
+				if err != nil {
+					close(accepted)
+					return
+				}
+				accepted <- c
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c, err := tt.n.DialContext(ctx, "tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			sc, ok := <-accepted
+			if !ok {
+				t.Fatal("accept failed")
+			}
+			defer sc.Close()
+			tc, isTCP := sc.(*net.TCPConn)
+			if !isTCP {
+				return // no socket options to check
+			}
+			raw, err := tc.SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keepAlive int
+			var serr error
+			if err := raw.Control(func(fd uintptr) {
+				keepAlive, serr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_KEEPALIVE)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if serr != nil {
+				t.Fatal(serr)
+			}
+			if keepAlive != 0 {
+				t.Fatalf("SO_KEEPALIVE = %d on an accepted client connection, want 0", keepAlive)
+			}
+		})
 	}
 }
