@@ -731,11 +731,18 @@ func (p *tcpPeer) run() {
 	}
 }
 
-// rawConn returns c's socket for writeNow, nil unless c is a plain socket
-// (a TLS connection must encrypt what it writes).
+// rawConn returns c's socket for writeNow, nil unless c is the operating
+// system's TCP or Unix socket itself (a TLS connection must encrypt what it
+// writes, and a wrapper that embeds a socket may count or alter what goes
+// through its Write, which a raw write would bypass).
 func rawConn(c net.Conn) syscall.RawConn {
-	sc, ok := c.(syscall.Conn)
-	if !ok {
+	var sc syscall.Conn
+	switch c := c.(type) {
+	case *net.TCPConn:
+		sc = c
+	case *net.UnixConn:
+		sc = c
+	default:
 		return nil
 	}
 	rc, err := sc.SyscallConn()

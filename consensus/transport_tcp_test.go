@@ -557,3 +557,35 @@ func TestSendAtOnceKeepsOrderWhenSocketFills(t *testing.T) {
 	}
 	require.Zero(t, tr1.PeerStats()[0].Dropped)
 }
+
+// wrappedTCPConn embeds a socket and overrides Write, as a fault-injecting
+// or counting Network's connection might.
+type wrappedTCPConn struct{ *net.TCPConn }
+
+func (w wrappedTCPConn) Write(p []byte) (int, error) { return w.TCPConn.Write(p) }
+
+// rawConn writes directly only to the OS socket itself: a connection type
+// that embeds one (and so also satisfies syscall.Conn) is written through
+// its own Write.
+func TestRawConnOnlyForOSSockets(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+		close(accepted)
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	require.NoError(t, err)
+	defer c.Close()
+	if a := <-accepted; a != nil {
+		defer a.Close()
+	}
+	tcp := c.(*net.TCPConn)
+	require.NotNil(t, rawConn(tcp), "the OS socket")
+	require.Nil(t, rawConn(wrappedTCPConn{tcp}), "a wrapper embedding the OS socket")
+}
