@@ -304,6 +304,7 @@ func (c *conn) startWriter() {
 		return
 	}
 	c.writerDone = make(chan struct{})
+	c.srv.writersStarted.Add(1)
 	c.srv.connWG.Add(1) // the serve goroutine's count is held: never from zero
 	go func() {
 		defer c.srv.connWG.Done()

@@ -80,6 +80,9 @@ type Server struct {
 	stopCtxC context.CancelFunc
 	wg       sync.WaitGroup // the server's loops (accept, expiry, container, liveness)
 	connWG   sync.WaitGroup // client connections' goroutines (serve, writer); see addConn
+	// writersStarted counts the connection writer goroutines started
+	// (startWriter), for tests of when a connection needs none.
+	writersStarted atomic.Int64
 }
 
 // New builds a server from a config; Start runs it.

@@ -439,6 +439,7 @@ func TestWriterStartsWithFirstRequest(t *testing.T) {
 			s := startServer(t, tt.mutate)
 			c, resp := zktest.DialRaw(t, s.Addr().String(), 0, nil, 30000, false)
 			require.NotZero(t, resp.SessionID)
+			writers := s.writersStarted.Load()
 			hdr, err := c.Call(jute.OpCloseSession, nil, nil)
 			require.NoError(t, err)
 			require.Equal(t, tt.wantErr, hdr.Err)
@@ -449,6 +450,7 @@ func TestWriterStartsWithFirstRequest(t *testing.T) {
 				require.NotZero(t, hdr.Zxid, "the close's own zxid")
 			}
 			waitNoConns(t, s)
+			require.Equal(t, writers, s.writersStarted.Load(), "a writer started for a connection whose first request was its close")
 		})
 	}
 }

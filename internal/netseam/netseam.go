@@ -75,8 +75,10 @@ type clientListener interface {
 // keep-alive, as ZooKeeper's (zookeeper.clientTcpKeepAlive is off by
 // default): a session has its own liveness, pings within its timeout, and a
 // connection is closed when its session expires or, before it has one, when
-// its connect request does not come in time. Other networks have no
-// keep-alive to turn off: it is n.Listen.
+// its connect request does not come in time. A Network may offer this with
+// an optional method ListenClients(network, addr string) (net.Listener,
+// error); one without it (memnet, or a wrapper of OS that does not forward
+// it) gets n.Listen, whose connections keep whatever keep-alive it sets.
 func ListenClients(n Network, network, addr string) (net.Listener, error) {
 	if cl, ok := n.(clientListener); ok {
 		return cl.ListenClients(network, addr)
