@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -406,7 +405,6 @@ func (s *Server) monitorMetrics() []kv {
 		kv{"raft_persist_batches", r.persistBatches},
 		kv{"raft_persisted_entries", r.persistedEntries},
 		kv{"raft_snapshots_taken", r.snapshotsTaken},
-		kv{"gc_cycles", gcCycles()},
 		kv{"raft_snapshot_size", r.snapshotSize},
 		kv{"raft_log_db_size", r.logDBSize},
 	)
@@ -504,15 +502,4 @@ func opName(op int32) string {
 		return n
 	}
 	return "UNKN"
-}
-
-// gcCycles is the number of garbage collections the process has finished
-// (runtime/metrics, which does not stop the world as ReadMemStats does).
-func gcCycles() int64 {
-	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
-	}
-	return int64(s[0].Value.Uint64())
 }

@@ -260,7 +260,6 @@ var gaugeSpecs = func() []gaugeSpec {
 		{key: "raft_persist_batches", name: "zkraft_raft_persist_batches_total", help: "bbolt transactions that wrote raft log entries", counter: true},
 		{key: "raft_persisted_entries", name: "zkraft_raft_persisted_entries_total", help: "Raft log entries written to bbolt", counter: true},
 		{key: "raft_snapshots_taken", name: "zkraft_raft_snapshots_taken_total", help: "Local snapshots this member took since it started", counter: true},
-		{key: "gc_cycles", name: "zkraft_gc_cycles_total", help: "Garbage collections the process finished", counter: true},
 		{key: "raft_snapshot_size", name: "zkraft_snapshot_size_bytes", help: "Size of the newest snapshot file in bytes"},
 		{key: "raft_log_db_size", name: "zkraft_raft_log_db_size_bytes", help: "Size of the raft log on disk (WAL segments and raft.db) in bytes"},
 	}

@@ -382,7 +382,7 @@ func main() {
 					batch = fmt.Sprintf("  raft: %.0f log writes/s, %.1f entries each", float64(b1-b0)/duration.Seconds(), float64(e1-e0)/float64(b1-b0))
 				}
 				if s.target == zktest.Zkraft {
-					batch += fmt.Sprintf("; snapshots %d, GCs %d", c1.snapshots-c0.snapshots, c1.gcs-c0.gcs)
+					batch += fmt.Sprintf("; snapshots %d", c1.snapshots-c0.snapshots)
 				}
 				fmt.Fprintf(os.Stderr, "%-7s %-15s round %d %9.0f ops/s  p50 %-8v p99 %-8v%s\n",
 					s.target, w.name, r+1, res.rate(), res.pct(50), res.pct(99), batch)
@@ -508,11 +508,11 @@ func (s *server) raftBatches() (batches, entries int64) {
 }
 
 // zkraftCounters are zkraft's mntr counters summed over every member.
-type zkraftCounters struct{ snapshots, gcs int64 }
+type zkraftCounters struct{ snapshots int64 }
 
-// counters reads the local snapshots taken and the garbage collections
-// finished by all of zkraft's members (zeros for ZooKeeper), so that a
-// round's line says how many of each fell inside it.
+// counters reads the local snapshots taken by all of zkraft's members
+// (zeros for ZooKeeper), so that a round's line says how many fell inside
+// it.
 func (s *server) counters() zkraftCounters {
 	var c zkraftCounters
 	if s.target != zktest.Zkraft {
@@ -521,9 +521,7 @@ func (s *server) counters() zkraftCounters {
 	for _, addr := range s.addrs {
 		kv := mntr(addr)
 		n, _ := strconv.ParseInt(kv["zk_raft_snapshots_taken"], 10, 64)
-		g, _ := strconv.ParseInt(kv["zk_gc_cycles"], 10, 64)
 		c.snapshots += n
-		c.gcs += g
 	}
 	return c
 }
