@@ -454,7 +454,10 @@ type tcpPeer struct {
 // least part of it without waiting (writeNow the function). It reports
 // whether fb was handed over: written, or written in part with the rest
 // queued as the next bytes for the sender. Otherwise nothing was written
-// and the caller queues fb's message as usual. Called under t.mu.
+// and the caller queues fb's message as usual: also when the socket's
+// write deadline, set by the sender's last write, has passed (after an
+// idle spell, so about one frame in ten seconds goes through the queue,
+// whose write sets a new deadline). Called under t.mu.
 func (p *tcpPeer) writeNow(fb []byte) bool {
 	if p.unwritten.Load() != 0 || !p.wmu.TryLock() {
 		return false
