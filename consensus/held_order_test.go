@@ -17,25 +17,10 @@ import (
 // ConnectionLoss. The hold is set up by an op that puts A in n.held as
 // stepProposal does while Lead() is 0, with B queued right behind it.
 func TestHeldProposalKeepsItsTurn(t *testing.T) {
-	xWriting := make(chan struct{})
-	release := make(chan struct{})
-	testWrapStorage = func(s Storage) Storage {
-		return hookStorage{Storage: s, before: func(w *WriteBatch) {
-			for _, e := range w.Entries {
-				if string(e.GetData()) == "x" {
-					close(xWriting)
-					<-release
-				}
-			}
-		}}
-	}
-	t.Cleanup(func() { testWrapStorage = nil })
+	xWriting, release := holdWriteOf(t, "x")
 	sm := newLogSM()
-	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = node.Stop() })
+	node := startLeader(t, sm)
 	ctx := testCtx(t)
-	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
 	go func() { _ = node.Propose(ctx, []byte("x")) }()
 	<-xWriting // the loop is busy: the ops below run in one batch
 	errc := make(chan error, 2)
@@ -115,25 +100,10 @@ func TestRefusedBatchProposedOneByOne(t *testing.T) {
 	maxUncommittedBytes = 1000
 	t.Cleanup(func() { maxUncommittedBytes = old })
 	x := string(make([]byte, 600))
-	xWriting := make(chan struct{})
-	release := make(chan struct{})
-	testWrapStorage = func(s Storage) Storage {
-		return hookStorage{Storage: s, before: func(w *WriteBatch) {
-			for _, e := range w.Entries {
-				if string(e.GetData()) == x {
-					close(xWriting)
-					<-release
-				}
-			}
-		}}
-	}
-	t.Cleanup(func() { testWrapStorage = nil })
+	xWriting, release := holdWriteOf(t, x)
 	sm := newLogSM()
-	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = node.Stop() })
+	node := startLeader(t, sm)
 	ctx := testCtx(t)
-	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
 	xErr := make(chan error, 1)
 	go func() { xErr <- node.Propose(ctx, []byte(x)) }()
 	<-xWriting // x is uncommitted (600 bytes) until its write returns
@@ -158,11 +128,8 @@ func TestBatchesKeepUncommittedLimit(t *testing.T) {
 	maxUncommittedBytes, maxBatchBytes = 1000, 600
 	t.Cleanup(func() { maxUncommittedBytes, maxBatchBytes = oldLimit, oldBatch })
 	sm := newLogSM()
-	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = node.Stop() })
+	node := startLeader(t, sm)
 	ctx := testCtx(t)
-	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
 	require.NoError(t, node.Propose(ctx, []byte("warm")))
 	sm.waitCount(t, 1)
 	blocked, release := make(chan struct{}), make(chan struct{})

@@ -312,3 +312,35 @@ func startTestFollower(t *testing.T, tr Transport, inbox *testInbox) (*Core, *me
 	handleReadys(t, c)
 	return c, st, sm
 }
+
+// startLeader starts a one-member Node with sm (stopped at cleanup) and
+// returns it once it leads.
+func startLeader(t testing.TB, sm StateMachine) *Node {
+	t.Helper()
+	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = node.Stop() })
+	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
+	return node
+}
+
+// holdWriteOf makes the storage of Nodes started afterwards (until cleanup)
+// hold the first write that carries an entry of data: writing is closed
+// when that write starts, which then waits for release to be closed.
+func holdWriteOf(t testing.TB, data string) (writing <-chan struct{}, release chan struct{}) {
+	t.Helper()
+	w, r := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	testWrapStorage = func(s Storage) Storage {
+		return hookStorage{Storage: s, before: func(b *WriteBatch) {
+			for _, e := range b.Entries {
+				if string(e.GetData()) == data {
+					once.Do(func() { close(w) })
+					<-r
+				}
+			}
+		}}
+	}
+	t.Cleanup(func() { testWrapStorage = nil })
+	return w, r
+}

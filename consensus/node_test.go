@@ -392,11 +392,8 @@ func TestProposeAsyncSharesOneWrite(t *testing.T) {
 // later deadline, or none, is proposed.
 func TestProposeAsyncDeadline(t *testing.T) {
 	sm := newLogSM()
-	node, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = node.Stop() })
+	node := startLeader(t, sm)
 	ctx := testCtx(t)
-	require.Eventually(t, node.IsLeader, testTimeout, 5*time.Millisecond)
 	for _, tt := range []struct {
 		data     string
 		deadline time.Time
