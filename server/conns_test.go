@@ -352,13 +352,7 @@ func TestContainerRemovalAtStop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs syncBuffer
-			cfg := Default()
-			cfg.ClientPort, cfg.ClientPortAddress = 0, "127.0.0.1"
-			cfg.DataDir = t.TempDir()
-			cfg.AdminEnabled = false
-			s := New(cfg, zerolog.New(&logs).Level(zerolog.WarnLevel))
-			require.NoError(t, s.Start())
-			t.Cleanup(func() { _ = s.Stop() })
+			s := startServerLogging(t, &logs, zerolog.WarnLevel)
 			if tt.stop {
 				require.NoError(t, s.Stop())
 				require.ErrorIs(t, s.stopCtx.Err(), context.Canceled)
@@ -495,13 +489,7 @@ func TestSessionLifecycleLogsAtDebug(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.level.String(), func(t *testing.T) {
 			var logs syncBuffer
-			cfg := Default()
-			cfg.ClientPort, cfg.ClientPortAddress = 0, "127.0.0.1"
-			cfg.DataDir = t.TempDir()
-			cfg.AdminEnabled = false
-			s := New(cfg, zerolog.New(&logs).Level(tt.level))
-			require.NoError(t, s.Start())
-			t.Cleanup(func() { _ = s.Stop() })
+			s := startServerLogging(t, &logs, tt.level)
 			c, resp := zktest.DialRaw(t, s.Addr().String(), 0, nil, 30000, false)
 			require.NotZero(t, resp.SessionID)
 			_, err := c.CloseSession()

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -39,6 +40,21 @@ func startServerWith(t *testing.T, mutate func(*Config), before func(*Server)) *
 	}
 	require.NoError(t, s.Start())
 	t.Cleanup(func() { require.NoError(t, s.Stop()) })
+	return s
+}
+
+// startServerLogging runs a standalone server on a free loopback port that
+// logs to logs at level; the test may Stop it itself (the cleanup's Stop
+// then waits for that one).
+func startServerLogging(t *testing.T, logs io.Writer, level zerolog.Level) *Server {
+	t.Helper()
+	cfg := Default()
+	cfg.ClientPort, cfg.ClientPortAddress = 0, "127.0.0.1"
+	cfg.DataDir = t.TempDir()
+	cfg.AdminEnabled = false
+	s := New(cfg, zerolog.New(logs).Level(level))
+	require.NoError(t, s.Start())
+	t.Cleanup(func() { _ = s.Stop() })
 	return s
 }
 
