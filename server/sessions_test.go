@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -364,11 +363,7 @@ func TestSessionChurnAllocations(t *testing.T) {
 	}
 	churn(20) // raft, bbolt and the pools warm up
 	const n = 200
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	churn(n)
-	runtime.ReadMemStats(&after)
-	perSession := (after.TotalAlloc - before.TotalAlloc) / n
+	perSession := allocatedBy(func() { churn(n) }) / n
 	t.Logf("%d bytes allocated per session", perSession)
 	// sessionChurnBytes: 20 KiB, 128 KiB under -race, whose sync.Pool drops
 	// a quarter of what is put back (race_on_test.go).

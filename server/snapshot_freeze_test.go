@@ -161,10 +161,17 @@ func createOpenNodes(t *testing.T, sm *testSM, n int, value []byte, ephemeralEve
 
 // allocatedBy returns the bytes f allocated (after a GC first).
 func allocatedBy(f func()) uint64 {
+	_, bytes := allocationsBy(f)
+	return bytes
+}
+
+// allocationsBy returns the heap objects and bytes f allocated (after a GC
+// first), as the process's MemStats count them.
+func allocationsBy(f func()) (objects, bytes uint64) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	f()
 	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
+	return after.Mallocs - before.Mallocs, after.TotalAlloc - before.TotalAlloc
 }

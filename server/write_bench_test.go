@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/binary"
 	"net"
-	"runtime"
 	"testing"
 	"time"
 
@@ -87,12 +86,8 @@ func TestWritePathAllocations(t *testing.T) {
 	}
 	run(1000) // raft, the WAL and the connection's scratch warm up
 	const n = 4000
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	run(n)
-	runtime.ReadMemStats(&after)
-	allocs := (after.Mallocs - before.Mallocs) / n
-	bytes := (after.TotalAlloc - before.TotalAlloc) / n
+	allocs, bytes := allocationsBy(func() { run(n) })
+	allocs, bytes = allocs/n, bytes/n
 	t.Logf("%d allocations, %d bytes per setData", allocs, bytes)
 	require.LessOrEqual(t, allocs, uint64(writePathAllocs), "allocations per write request")
 	require.LessOrEqual(t, bytes, uint64(writePathBytes), "bytes allocated per write request")
