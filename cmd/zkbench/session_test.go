@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -242,4 +243,33 @@ func TestWireSessionDeadline(t *testing.T) {
 	if !zktest.IsTimeout(err) {
 		t.Fatalf("err = %v, want a timeout", err)
 	}
+}
+
+// BenchmarkWireSession is the wire client's side of the session workload
+// against a zkraft server process: cpu-µs/op is this process's CPU (the
+// client's alone) per session.
+func BenchmarkWireSession(b *testing.B) {
+	s := zktest.Start(b, zktest.Zkraft, zktest.Options{})
+	b.SetParallelism(8) // 16 clients on 2 CPUs, as zkbench
+	cpu0 := processCPU(b)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := wireSession(s.Addr, 10*time.Second); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
+}
+
+// processCPU is the CPU time (user and system) the process used so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
