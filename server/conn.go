@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -66,7 +65,7 @@ type conn struct {
 	space     chan struct{} // a pop made room for a waiting reader (wakes it)
 	readsDone chan struct{}
 	enc       *jute.Encoder // writer goroutine only; from encoderPool at the first reply (nil before)
-	deadline  *time.Timer   // writer goroutine only: the answered item's deadline
+	deadline  *time.Timer   // writer goroutine only (the reader's before startWriter: proposeAndWait): the answered item's deadline
 	bw        *bufio.Writer // writer goroutine only
 	// replyBodies are the records write replies are encoded from (writer
 	// goroutine only; made at the first write reply).
@@ -395,23 +394,33 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 
 // proposeAndWait proposes a handshake entry and waits up to the session
 // timeout for its result; false if it failed or took too long. It does not
-// wait for raft to take the entry (proposeAsync), only for its apply or
-// its failure: one wake-up of the connection's goroutine, not two.
+// wait for raft to take the entry, only for its apply or its failure: one
+// wake-up of the connection's goroutine, not two. It makes no context: raft
+// fails the entry if it has not taken it by the deadline (proposeAsync),
+// and the wait uses the connection's timer (c.deadline), which the reader
+// owns until it starts the writer, so the closeSession answered next reuses
+// it (answer).
 func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
 	type outcome struct {
 		r   applyResult
 		err error // not proposed
 	}
+	srv := c.srv
 	done := make(chan outcome, 1) // one of the two callbacks runs, once
-	ctx, cancel := context.WithTimeout(c.srv.stopCtx, time.Duration(timeoutMs)*time.Millisecond)
-	defer cancel()
-	err := c.srv.proposeAsync(ctx, e,
+	wait := time.Duration(timeoutMs) * time.Millisecond
+	err := srv.proposeAsync(srv.stopCtx, time.Now().Add(wait), e,
 		func(r applyResult) { done <- outcome{r: r} },
 		func(err error) { done <- outcome{err: err} })
 	if err != nil {
 		c.logger().Warn().Err(err).Int32("type", e.Type).Msg("session entry not proposed, closing")
 		return applyResult{}, false
 	}
+	if c.deadline == nil {
+		c.deadline = time.NewTimer(wait)
+	} else {
+		c.deadline.Reset(wait)
+	}
+	defer c.deadline.Stop()
 	select {
 	case o := <-done:
 		if o.err != nil {
@@ -419,9 +428,11 @@ func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
 			return applyResult{}, false
 		}
 		return o.r, true
-	case <-ctx.Done():
-		c.srv.cancelWait(e.ReqID)
+	case <-c.deadline.C:
+		srv.cancelWait(e.ReqID)
 		c.logger().Warn().Int32("type", e.Type).Msg("session entry not committed in time, closing")
+	case <-srv.stopCtx.Done():
+		srv.cancelWait(e.ReqID)
 	case <-c.done:
 	}
 	return applyResult{}, false

@@ -8,6 +8,10 @@ package server
 // session); the bound only catches buffers made for every connection again.
 const sessionChurnBytes = 128 << 10
 
+// sessionChurnObjects bounds the heap objects per session under -race, where
+// the pooled connection buffers are sometimes made again (see above).
+const sessionChurnObjects = 200
+
 // newConnBytes bounds TestNewConnAllocatesLittle under -race: the race
 // detector's sync.Pool drops a quarter of what is put back, so newConn
 // makes a 64 KiB write buffer about one time in four (measured: 15 to 18

@@ -335,14 +335,15 @@ func (s *Server) propose(ctx context.Context, e *entry, onApplied func(applyResu
 // (consensus.Node.ProposeAsync): a connection's writes are queued for the
 // raft loop back to back, so that they share log writes. onFailed runs, on
 // the raft loop, if the entry was not proposed and its waiter was still
-// registered (then onApplied never runs); it must not block. The error
-// returned at once is propose's, and then neither callback runs.
-func (s *Server) proposeAsync(ctx context.Context, e *entry, onApplied func(applyResult), onFailed func(error)) error {
+// registered (then onApplied never runs); it must not block. A non-zero
+// deadline fails the entry if raft has not taken it by then (proposeQueued).
+// The error returned at once is propose's, and then neither callback runs.
+func (s *Server) proposeAsync(ctx context.Context, deadline time.Time, e *entry, onApplied func(applyResult), onFailed func(error)) error {
 	if e.ReqID == 0 {
 		e.ReqID = s.newReqID()
 	}
 	reqID := e.ReqID
-	return s.proposeQueued(ctx, time.Time{}, e, applyFunc(onApplied), consensus.DoneFunc(func(err error) {
+	return s.proposeQueued(ctx, deadline, e, applyFunc(onApplied), consensus.DoneFunc(func(err error) {
 		if err != nil && s.cancelWait(reqID) {
 			onFailed(fmt.Errorf("propose: %w", err))
 		}

@@ -349,7 +349,8 @@ func TestReattachAfterExpiryDecisionKeepsSession(t *testing.T) {
 // a 64 KiB write buffer of its own; they are pooled now. It also used to
 // allocate a request ring of maxInFlight slots (8 KiB), a reply encoder and
 // a logger context: 26 KiB per session then, 17 KiB since (the raw
-// client's share is about 4.5 KiB).
+// client's share is about 4.5 KiB). It bounds the heap objects per session
+// too (sessionChurnObjects).
 func TestSessionChurnAllocations(t *testing.T) {
 	s := startServer(t, nil)
 	churn := func(n int) {
@@ -363,11 +364,16 @@ func TestSessionChurnAllocations(t *testing.T) {
 	}
 	churn(20) // raft, bbolt and the pools warm up
 	const n = 200
-	perSession := allocatedBy(func() { churn(n) }) / n
-	t.Logf("%d bytes allocated per session", perSession)
+	objects, bytes := allocationsBy(func() { churn(n) })
+	perSession := bytes / n
+	t.Logf("%d bytes, %d objects allocated per session", perSession, objects/n)
 	// sessionChurnBytes: 20 KiB, 128 KiB under -race, whose sync.Pool drops
 	// a quarter of what is put back (race_on_test.go).
 	require.Less(t, perSession, uint64(sessionChurnBytes))
+	// sessionChurnObjects: the objects per session, so that a context, a
+	// timer or a channel made again for every session is seen (bytes would
+	// not show it next to the buffers).
+	require.LessOrEqual(t, objects/n, uint64(sessionChurnObjects))
 }
 
 // readerWaiting reports whether a connection's reader waits for a request

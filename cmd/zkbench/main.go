@@ -34,7 +34,18 @@
 //	                waiter watches its predecessor (getData with a watch); one
 //	                operation is one acquisition+release, so ops/s counts
 //	                hand-offs; latency is from request to release
-//	session         open a session (connect, wait for it) and close it
+//	session         open a session (connect, wait for it) and close it. By
+//	                default (-session-client wire) each client speaks the
+//	                protocol itself: dial, write the ConnectRequest
+//	                go-zookeeper writes (protocol 0, timeout 10000 ms, session
+//	                0, zero password), read the ConnectResponse and require a
+//	                session (id != 0, timeout > 0), write closeSession (xid 1),
+//	                require its reply with err 0, close the socket; all within
+//	                20 s. go-zookeeper's Connect burns 160-310 µs of CPU per
+//	                session (a 1.5 MiB buffer zeroed, goroutines, an event
+//	                loop), which on 2 cores bounds the rate before either
+//	                server does; -session-client gozk uses it anyway, for
+//	                comparison (see session.go)
 //
 // With -svg, a bar chart of the ratios (zkraft / ZooKeeper) with the targets
 // of issue 11 is written to that file. With -pprof DIR, zkraft runs with
@@ -169,34 +180,9 @@ var workloads = []workload{
 		return lockOnce(cl.conn, "/bench/locks/shared", stop)
 	}, 0, 0},
 	{"session", 1.5, func(cl *client, _ int, _ []byte, _ <-chan struct{}) error {
-		c, events, err := zk.Connect([]string{cl.addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(nopLogger{}),
-			zk.WithMaxBufferSize(sessionRecvBuffer))
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		timeout := time.After(20 * time.Second)
-		for {
-			select {
-			case ev := <-events:
-				if ev.State == zk.StateHasSession {
-					return nil
-				}
-			case <-timeout:
-				return fmt.Errorf("no session with %s in 20s", cl.addr)
-			}
-		}
+		return sessionOnce(cl.addr)
 	}, 0, 0},
 }
-
-// sessionRecvBuffer caps the receive buffer of the session workload's
-// short-lived clients (go-zookeeper's WithMaxBufferSize; its default is
-// 1.5 MiB, allocated and zeroed by every Connect). Its replies are a connect
-// response and a closeSession reply, tens of bytes, so 64 KiB changes nothing
-// the servers see; it only keeps the client's own allocation, the same for
-// both servers, from using most of the machine's 2 cores (the send buffer,
-// another 1.5 MiB per Connect, cannot be avoided through the client's API).
-const sessionRecvBuffer = 64 << 10
 
 type nopLogger struct{}
 
@@ -269,6 +255,8 @@ func main() {
 	targets := flag.String("targets", "zkraft,apache", "servers to measure")
 	svgPath := flag.String("svg", "", "write a bar chart of the ratios to this SVG file")
 	pprofDir := flag.String("pprof", "", "write zkraft CPU and heap profiles of each workload to this directory")
+	flag.StringVar(&sessionClient, "session-client", sessionClientWire,
+		"session workload's client: wire (connect and close written directly, as go-zookeeper frames them) or gozk (go-zookeeper's zk.Connect)")
 	scaleN := flag.Int("scale", 0, "instead of the workloads: the scale run with this many znodes of 100 bytes (see scale.go)")
 	var so scaleOptions
 	flag.IntVar(&so.parents, "scale-parents", 10, "scale run: parent nodes the znodes are spread under")
@@ -299,6 +287,9 @@ func main() {
 			strings.Join(zookeeperJVM, " "), so.clients, so.lightRate, so.snapCount)
 		fmt.Print(formatScaleTable(figs[zktest.Zkraft], figs[zktest.Apache]))
 		return
+	}
+	if sessionClient != sessionClientWire && sessionClient != sessionClientGozk {
+		fail(fmt.Errorf("-session-client must be %s or %s, got %q", sessionClientWire, sessionClientGozk, sessionClient))
 	}
 	if *members != 1 && *members != 3 {
 		fail(fmt.Errorf("-members must be 1 or 3, got %d", *members))
@@ -394,8 +385,14 @@ func main() {
 	if *members == 3 {
 		mode = "3 members each"
 	}
-	fmt.Printf("\n%d clients, %d-byte values, %d rounds of %v per workload and server (after %v warm-up), %s, fsync on, loopback\n\n",
-		*nClients, *valueSize, *rounds, *duration, *warmup, mode)
+	sessionNote := ""
+	for _, w := range ws {
+		if w.name == "session" {
+			sessionNote = ", session client " + sessionClient
+		}
+	}
+	fmt.Printf("\n%d clients, %d-byte values, %d rounds of %v per workload and server (after %v warm-up), %s, fsync on, loopback%s\n\n",
+		*nClients, *valueSize, *rounds, *duration, *warmup, mode, sessionNote)
 	fmt.Printf("| workload | zkraft ops/s | ZooKeeper ops/s | zkraft / ZooKeeper | target | zkraft p50 / p99 | ZooKeeper p50 / p99 |\n|---|---|---|---|---|---|---|\n")
 	var bars []bar
 	for _, w := range ws {
