@@ -65,7 +65,7 @@ type conn struct {
 	space     chan struct{} // a pop made room for a waiting reader (wakes it)
 	readsDone chan struct{}
 	enc       *jute.Encoder // writer goroutine only; from encoderPool at the first reply (nil before)
-	deadline  *time.Timer   // writer goroutine only (the reader's before startWriter: proposeAndWait): the answered item's deadline
+	deadline  *time.Timer   // writer goroutine only (the reader's before startWriter, proposeAndWait, and while it runs writeLoop itself, awaitLastReply): the answered item's deadline
 	bw        *bufio.Writer // writer goroutine only
 	// replyBodies are the records write replies are encoded from (writer
 	// goroutine only; made at the first write reply).
@@ -399,7 +399,11 @@ func (c *conn) handshake(req *jute.ConnectRequest) bool {
 // fails the entry if it has not taken it by the deadline (proposeAsync),
 // and the wait uses the connection's timer (c.deadline), which the reader
 // owns until it starts the writer, so the closeSession answered next reuses
-// it (answer).
+// it (answer). A connection closed while its connect entry waits for a
+// leader leaves the entry queued until its deadline (the old per-session
+// context dropped it at once): if a leader takes it in time, it makes a
+// session nobody holds, which expires after its timeout, as a session
+// whose client vanished after connecting does.
 func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
 	type outcome struct {
 		r   applyResult
@@ -434,6 +438,7 @@ func (c *conn) proposeAndWait(e *entry, timeoutMs int32) (applyResult, bool) {
 	case <-srv.stopCtx.Done():
 		srv.cancelWait(e.ReqID)
 	case <-c.done:
+		srv.cancelWait(e.ReqID)
 	}
 	return applyResult{}, false
 }

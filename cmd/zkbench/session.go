@@ -41,13 +41,16 @@ const sessionDeadline = 20 * time.Second
 // (zk.Connect(…, 10*time.Second) sends 10000).
 const sessionTimeoutMs = 10000
 
-// connectFrame and closeFrame are the two frames the wire client writes,
-// byte for byte what go-zookeeper v1.0.4 writes for a new session followed by
-// Close: a ConnectRequest with protocolVersion 0, lastZxidSeen 0, timeout
-// 10000 ms, sessionId 0 and a 16-byte zero password, and no readOnly byte
-// (go-zookeeper omits it; a server reads it as false); then the request
-// header {xid 1, closeSession (-11)} with no body (go-zookeeper's first xid
-// is 1, and a session this short sends no ping before it).
+// connectFrame and closeFrame are the two frames the wire client writes:
+// what go-zookeeper v1.0.4 writes for a new session followed by Close, plus
+// the readOnly byte (false) that the Java client sends and go-zookeeper
+// omits. That is a ConnectRequest with protocolVersion 0, lastZxidSeen 0,
+// timeout 10000 ms, sessionId 0, a 16-byte zero password and readOnly false;
+// then the request header {xid 1, closeSession (-11)} with no body
+// (go-zookeeper's first xid is 1, and a session this short sends no ping
+// before it). The readOnly byte matters to the comparison: ZooKeeper 3.8
+// logs a WARN line ("old client") for every connect without it, a cost a
+// Java client never makes it pay (TestWireSessionApacheLogsNoWarning).
 var connectFrame, closeFrame = sessionFrames()
 
 // closeXid is the xid of closeFrame's request.
@@ -62,6 +65,8 @@ func sessionFrames() (connect, closeReq []byte) {
 		TimeOut:         sessionTimeoutMs,
 		SessionID:       0,
 		Passwd:          make([]byte, 16),
+		HasReadOnly:     true,
+		ReadOnly:        false,
 	})
 	e.EndFrame(start)
 	connect = append([]byte(nil), e.Bytes()...)

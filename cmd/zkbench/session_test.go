@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -138,7 +139,8 @@ func frameOf(recs ...jute.Record) []byte {
 var granted = frameOf(&jute.ConnectResponse{TimeOut: 10000, SessionID: 0x1234, Passwd: make([]byte, 16)})
 
 // TestWireSessionFramesMatchGozk checks that the wire client writes, byte
-// for byte, the frames go-zookeeper writes for connect then Close.
+// for byte, the frames go-zookeeper writes for connect then Close, but for
+// the readOnly byte (false) that ends the wire client's ConnectRequest.
 func TestWireSessionFramesMatchGozk(t *testing.T) {
 	answer := func(i int, _ []byte) ([]byte, bool) {
 		if i == 0 {
@@ -159,6 +161,12 @@ func TestWireSessionFramesMatchGozk(t *testing.T) {
 	if len(want) != 2 {
 		t.Fatalf("go-zookeeper wrote %d frames, want connect and close: %x", len(want), want)
 	}
+	// go-zookeeper's ConnectRequest plus the readOnly byte (false), with the
+	// frame's length one more.
+	withReadOnly := append([]byte(nil), want[0]...)
+	withReadOnly = append(withReadOnly, 0)
+	withReadOnly[3]++
+	want[0] = withReadOnly
 	for i := range want {
 		if i >= len(got) || !bytes.Equal(got[i], want[i]) {
 			t.Fatalf("frame %d: wire client %x, go-zookeeper %x", i, at(got, i), want[i])
@@ -175,7 +183,7 @@ func TestWireSessionFramesMatchGozk(t *testing.T) {
 		t.Fatal(err)
 	}
 	if req.ProtocolVersion != 0 || req.LastZxidSeen != 0 || req.TimeOut != 10000 || req.SessionID != 0 ||
-		!bytes.Equal(req.Passwd, make([]byte, 16)) || req.HasReadOnly {
+		!bytes.Equal(req.Passwd, make([]byte, 16)) || !req.HasReadOnly || req.ReadOnly {
 		t.Fatalf("ConnectRequest = %+v", req)
 	}
 }
@@ -272,4 +280,32 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestWireSessionApacheLogsNoWarning: ZooKeeper 3.8 logs a WARN line for
+// every ConnectRequest without the readOnly byte ("old client"); the wire
+// client sends it, as the Java client does, so that the benchmark does not
+// make ZooKeeper write a log line per session that zkraft does not.
+func TestWireSessionApacheLogsNoWarning(t *testing.T) {
+	s := zktest.Start(t, zktest.Apache, zktest.Options{})
+	count := func() int {
+		b, err := os.ReadFile(s.LogPath)
+		if err != nil {
+			t.Fatalf("read ZooKeeper's log: %v", err)
+		}
+		return strings.Count(string(b), "Connection request from old client")
+	}
+	before := count()
+	const n = 20
+	for range n {
+		if _, err := wireSession(s.Addr, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The WARN is logged before the ConnectResponse is sent, so every line
+	// is in the log by now; a short wait covers the logger's buffering.
+	time.Sleep(200 * time.Millisecond)
+	if got := count() - before; got != 0 {
+		t.Errorf("ZooKeeper logged %d 'old client' WARN lines for %d wire sessions", got, n)
+	}
 }
