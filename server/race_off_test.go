@@ -23,3 +23,10 @@ const (
 	writePathAllocs = 20
 	writePathBytes  = 2304
 )
+
+// lockPathAllocs and lockPathBytes bound TestLockPathAllocations, per lock
+// operation (three requests).
+const (
+	lockPathAllocs = 100
+	lockPathBytes  = 16384
+)

@@ -28,3 +28,9 @@ const (
 	writePathAllocs = 24
 	writePathBytes  = 3072
 )
+
+// lockPathAllocs and lockPathBytes bound TestLockPathAllocations under -race.
+const (
+	lockPathAllocs = 120
+	lockPathBytes  = 20480
+)
