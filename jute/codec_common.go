@@ -16,11 +16,39 @@ func (r *Id) Encode(e *Encoder) {
 	e.WriteString(r.ID)
 }
 
-// Decode implements Record.
+// Decode implements Record. The schemes and ids nearly every ACL carries
+// (world:anyone, auth, digest, ip, ...) are not copied: a create's ACL is
+// decoded at every apply, and these two strings were two of its
+// allocations.
 func (r *Id) Decode(d *Decoder) error {
-	r.Scheme = d.ReadString()
-	r.ID = d.ReadString()
+	r.Scheme = d.readCommonString(commonIDString)
+	r.ID = d.readCommonString(commonIDString)
 	return d.Err()
+}
+
+// commonIDString is s's constant when s is a scheme or id most ACLs
+// carry; ok false otherwise. The switch compares bytes without
+// converting them.
+func commonIDString(p []byte) (s string, ok bool) {
+	switch string(p) {
+	case "world":
+		return "world", true
+	case "anyone":
+		return "anyone", true
+	case "auth":
+		return "auth", true
+	case "digest":
+		return "digest", true
+	case "ip":
+		return "ip", true
+	case "x509":
+		return "x509", true
+	case "sasl":
+		return "sasl", true
+	case "super":
+		return "super", true
+	}
+	return "", false
 }
 
 // Encode implements Record.
