@@ -54,6 +54,9 @@ type conn struct {
 	// goroutine only; it keeps nothing of a request once checked). Made at
 	// the first write: a session that only connects and closes needs none.
 	writeDec *writeDecoder
+	// readDec decodes read requests (reader goroutine only; reset to
+	// nothing after each, it keeps no request's bytes).
+	readDec jute.Decoder
 
 	// replies is the connection's request queue and its decisions
 	// (requestqueue.go, replyqueue.go): the items in arrival order, the
