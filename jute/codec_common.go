@@ -125,6 +125,29 @@ func writeRecords[T any, P recordPtr[T]](e *Encoder, v []T) {
 	}
 }
 
+// readRecordsInto is readRecords decoding into dst's backing array when it
+// has room for the vector (every element is overwritten), so that a caller
+// decoding request after request into one record allocates the vector
+// once.
+func readRecordsInto[T any, P recordPtr[T]](d *Decoder, dst []T, minSize int, what string) []T {
+	n := d.readCount(minSize, what)
+	if n < 0 {
+		return nil
+	}
+	v := dst[:0]
+	if cap(v) < n || v == nil {
+		v = make([]T, n)
+	} else {
+		v = v[:n]
+	}
+	for i := range v {
+		if P(&v[i]).Decode(d) != nil {
+			return nil
+		}
+	}
+	return v
+}
+
 // readRecords reads a vector of records each at least minSize bytes long;
 // count -1 gives nil. what names the vector in errors.
 func readRecords[T any, P recordPtr[T]](d *Decoder, minSize int, what string) []T {

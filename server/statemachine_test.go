@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -126,4 +127,27 @@ func TestSessionCloseDeletesEphemeralsAndIsIdempotent(t *testing.T) {
 	require.False(t, ok)
 	require.Zero(t, sm.apply(&entry{Type: entryExpireSession, SessionID: 7}).Err)
 	require.Equal(t, jute.ErrSessionExpired, sm.apply(create("/late", 1, 3)).Err)
+}
+
+// TestCreatesKeepTheirOwnACL: apply decodes each create's ACL into the
+// array of the last one (writeDecoder, DecodeReusing); every node still
+// holds the ACL it was created with, whatever was created after it.
+func TestCreatesKeepTheirOwnACL(t *testing.T) {
+	sm := newTestSM(t)
+	sm.createSession(7, 1)
+	acls := [][]jute.ACL{
+		{{Perms: jute.PermRead, ID: jute.Id{Scheme: "ip", ID: "10.0.0.1"}}, {Perms: jute.PermAll, ID: jute.Id{Scheme: "ip", ID: "10.0.0.2"}}},
+		{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}},
+		{{Perms: jute.PermCreate, ID: jute.Id{Scheme: "ip", ID: "10.0.0.3"}}},
+	}
+	for i, acl := range acls {
+		e := &entry{Type: jute.OpCreate, SessionID: 7, ConnID: 1, Seq: uint64(i + 1),
+			Body: jute.Marshal(&jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), ACL: acl})}
+		require.Zero(t, sm.apply(e).Err)
+	}
+	for i, acl := range acls {
+		got, _, ok := sm.tree.GetACL(fmt.Sprintf("/n%d", i))
+		require.True(t, ok)
+		require.Equal(t, acl, got, "/n%d", i)
+	}
 }
