@@ -197,6 +197,25 @@ type replyBodies struct {
 	data      jute.GetDataResponse
 	children  jute.GetChildrenResponse
 	children2 jute.GetChildren2Response
+	// names is the scratch the children's names are listed into, kept
+	// across reads (reset) unless it grew past maxKeptNames.
+	names []string
+}
+
+// maxKeptNames bounds the children's names a connection's replyBodies keeps
+// room for between reads: one listing of a large node does not hold its
+// size for the connection's life.
+const maxKeptNames = 1024
+
+// reset drops every record's values, keeping the names scratch (emptied)
+// when it is small.
+func (b *replyBodies) reset() {
+	names := b.names
+	clear(names[:cap(names)])
+	if cap(names) > maxKeptNames {
+		names = nil
+	}
+	*b = replyBodies{names: names[:0]}
 }
 
 // of is writeReplyBody with b's records, valid until its next call.
@@ -267,10 +286,11 @@ func readNode(sm *stateMachine, w watcher, op int32, r *jute.PathWatchRequest, i
 		b.data = jute.GetDataResponse{Data: data, Stat: st}
 		return zxid, 0, &b.data
 	default:
-		children, st, _ := tree.GetChildren(r.Path)
+		children, st, _ := tree.AppendChildren(b.names[:0], r.Path)
 		if children == nil {
 			children = []string{}
 		}
+		b.names = children
 		if r.Watch {
 			sm.watches.addChild(w, r.Path)
 		}

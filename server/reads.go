@@ -114,7 +114,7 @@ func (c *conn) readNode(xid, op int32, r jute.PathWatchRequest, ids []jute.Id) [
 	}
 	zxid, code, body := readNode(c.srv.sm, c, op, &r, ids, c.replyBodies)
 	frame := c.reply(xid, zxid, code, body)
-	*c.replyBodies = replyBodies{} // drop the node's data and children
+	c.replyBodies.reset() // drop the node's data and children
 	return frame
 }
 

@@ -244,7 +244,7 @@ func (c *conn) writeReply(xid, op int32, r *writeResult) []byte {
 	}
 	code, body := c.replyBodies.of(op, r) // writeReplyBody
 	frame := c.reply(xid, r.Zxid, code, body)
-	*c.replyBodies = replyBodies{} // drop the result's path and multi results
+	c.replyBodies.reset() // drop the result's path and multi results
 	return frame
 }
 

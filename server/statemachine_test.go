@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -150,4 +151,43 @@ func TestCreatesKeepTheirOwnACL(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, acl, got, "/n%d", i)
 	}
+}
+
+// TestNodeReadsReuseReplyBodies: a connection's node reads share one
+// replyBodies (reset after each reply); a listing after a longer one
+// holds only its own children, and a very long listing's scratch is not
+// kept.
+func TestNodeReadsReuseReplyBodies(t *testing.T) {
+	sm := newTestSM(t)
+	sm.createSession(7, 1)
+	seq := uint64(0)
+	mk := func(p string) {
+		seq++
+		require.Zero(t, sm.apply(create(p, 1, seq)).Err, p)
+	}
+	mk("/big")
+	for i := range maxKeptNames + 1 {
+		mk(fmt.Sprintf("/big/c%05d", i))
+	}
+	mk("/three")
+	for _, c := range []string{"b", "a", "c"} {
+		mk("/three/" + c)
+	}
+	mk("/one")
+	mk("/one/x")
+	var b replyBodies
+	list := func(p string) []string {
+		_, code, rec := readNode(sm.stateMachine, nil, jute.OpGetChildren, &jute.PathWatchRequest{Path: p}, nil, &b)
+		require.Zero(t, code)
+		names := slices.Clone(rec.(*jute.GetChildrenResponse).Children)
+		b.reset()
+		return names
+	}
+	require.Equal(t, []string{"a", "b", "c"}, list("/three"))
+	require.NotNil(t, b.names, "the scratch is kept")
+	require.Equal(t, []string{"x"}, list("/one"))
+	require.Equal(t, []string{"a", "b", "c"}, list("/three"))
+	require.Len(t, list("/big"), maxKeptNames+1)
+	require.Nil(t, b.names, "a listing past maxKeptNames is not kept")
+	require.Equal(t, []string{"x"}, list("/one"))
 }

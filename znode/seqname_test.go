@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/jute"
 )
 
 // TestSequentialNameMatchesFormat checks sequentialName against the
@@ -38,4 +40,24 @@ func BenchmarkSequentialNameSprintf(b *testing.B) {
 	for i := range b.N {
 		_ = fmt.Sprintf("%s%010d", "/bench/locks/l3/lock-", int32(i))
 	}
+}
+
+// TestAppendChildren: the names are appended to dst, sorted among
+// themselves, and GetChildren of a node without children is empty, not nil.
+func TestAppendChildren(t *testing.T) {
+	tr := New(Options{})
+	for i, p := range []string{"/p", "/p/c", "/p/a", "/p/b"} {
+		r, _ := tr.Apply(TxnContext{Zxid: int64(i + 1), Auth: local}, createW(jute.OpCreate, p, nil, open, 0, 0))
+		require.Zero(t, r.Err, p)
+	}
+	got, _, ok := tr.AppendChildren([]string{"z"}, "/p")
+	require.True(t, ok)
+	require.Equal(t, []string{"z", "a", "b", "c"}, got)
+	got, _, ok = tr.GetChildren("/p/a")
+	require.True(t, ok)
+	require.NotNil(t, got)
+	require.Empty(t, got)
+	got, _, ok = tr.AppendChildren(nil, "/missing")
+	require.False(t, ok)
+	require.Nil(t, got)
 }
