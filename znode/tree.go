@@ -46,8 +46,9 @@ type Tree struct {
 	// largeEphemeralSets are the sessions whose set held more than
 	// smallEphemeralSet paths. Invariant: each is a key of ephemerals.
 	largeEphemeralSets map[int64]struct{}
-	containers         map[string]struct{} // paths of kindContainer nodes
-	ttls               map[string]struct{} // paths of kindTTL nodes
+
+	containers map[string]struct{} // paths of kindContainer nodes
+	ttls       map[string]struct{} // paths of kindTTL nodes
 	// dataSize is the sum over nodes of len(path)+len(data)
 	// (DataTree.approximateDataSize).
 	dataSize int64
