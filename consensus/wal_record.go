@@ -220,13 +220,15 @@ var marshalAppend = proto.MarshalOptions{}
 // Protocol buffer tags (field number << 3 | wire type) of the raftpb fields
 // appendHardState and appendEntry write.
 const (
-	tagHardStateTerm   = 1<<3 | 0 // varint
-	tagHardStateVote   = 2<<3 | 0
-	tagHardStateCommit = 3<<3 | 0
-	tagEntryType       = 1<<3 | 0
-	tagEntryTerm       = 2<<3 | 0
-	tagEntryIndex      = 3<<3 | 0
-	tagEntryData       = 4<<3 | 2 // length-delimited
+	wireVarint         = 0
+	wireBytes          = 2 // length-delimited
+	tagHardStateTerm   = 1<<3 + wireVarint
+	tagHardStateVote   = 2<<3 + wireVarint
+	tagHardStateCommit = 3<<3 + wireVarint
+	tagEntryType       = 1<<3 + wireVarint
+	tagEntryTerm       = 2<<3 + wireVarint
+	tagEntryIndex      = 3<<3 + wireVarint
+	tagEntryData       = 4<<3 + wireBytes
 )
 
 // appendHardState is appendProto of hs, encoded by hand: the bytes
