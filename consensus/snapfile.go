@@ -38,8 +38,14 @@ const (
 	// current one and its predecessor.
 	snapFilesKept = 2
 	// snapWriteChunk is how much of a snapshot file is written before it is
-	// written back to disk (see paceWriteback).
-	snapWriteChunk = 8 << 20
+	// written back to disk (see paceWriteback): the most a raft log
+	// fdatasync queues behind while a snapshot is written, as walZeroChunk
+	// for the log's zero-fill. It was 8 MiB: on this project's VM disk a log
+	// fdatasync during a 384 MiB snapshot write took a median p90 of 5.9 ms
+	// and p99 of 21.5 ms over six runs, against 2.5 and 9.6 ms with 1 MiB,
+	// with the snapshot written in about the same time (0.62 against 0.67 s;
+	// a throwaway program, shared machine).
+	snapWriteChunk = 1 << 20
 )
 
 var crc32c = crc32.MakeTable(crc32.Castagnoli)

@@ -16,11 +16,39 @@ func (r *Id) Encode(e *Encoder) {
 	e.WriteString(r.ID)
 }
 
-// Decode implements Record.
+// Decode implements Record. The schemes and ids nearly every ACL carries
+// (world:anyone, auth, digest, ip, ...) are not copied: a create's ACL is
+// decoded at every apply, and these two strings were two of its
+// allocations.
 func (r *Id) Decode(d *Decoder) error {
-	r.Scheme = d.ReadString()
-	r.ID = d.ReadString()
+	r.Scheme = d.readCommonString(commonIDString)
+	r.ID = d.readCommonString(commonIDString)
 	return d.Err()
+}
+
+// commonIDString is s's constant when s is a scheme or id most ACLs
+// carry; ok false otherwise. The switch compares bytes without
+// converting them.
+func commonIDString(p []byte) (s string, ok bool) {
+	switch string(p) {
+	case "world":
+		return "world", true
+	case "anyone":
+		return "anyone", true
+	case "auth":
+		return "auth", true
+	case "digest":
+		return "digest", true
+	case "ip":
+		return "ip", true
+	case "x509":
+		return "x509", true
+	case "sasl":
+		return "sasl", true
+	case "super":
+		return "super", true
+	}
+	return "", false
 }
 
 // Encode implements Record.
@@ -95,6 +123,29 @@ func writeRecords[T any, P recordPtr[T]](e *Encoder, v []T) {
 	for i := range v {
 		P(&v[i]).Encode(e)
 	}
+}
+
+// readRecordsInto is readRecords decoding into dst's backing array when it
+// has room for the vector (every element is overwritten), so that a caller
+// decoding request after request into one record allocates the vector
+// once.
+func readRecordsInto[T any, P recordPtr[T]](d *Decoder, dst []T, minSize int, what string) []T {
+	n := d.readCount(minSize, what)
+	if n < 0 {
+		return nil
+	}
+	v := dst[:0]
+	if cap(v) < n || v == nil {
+		v = make([]T, n)
+	} else {
+		v = v[:n]
+	}
+	for i := range v {
+		if P(&v[i]).Decode(d) != nil {
+			return nil
+		}
+	}
+	return v
 }
 
 // readRecords reads a vector of records each at least minSize bytes long;

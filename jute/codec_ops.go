@@ -19,6 +19,17 @@ func (r *CreateRequest) Decode(d *Decoder) error {
 	return d.Err()
 }
 
+// DecodeReusing is Decode with the ACL vector decoded into r.ACL's backing
+// array when it has room: a decoder of request after request into one
+// record allocates the vector once. The caller must not have kept r.ACL.
+func (r *CreateRequest) DecodeReusing(d *Decoder) error {
+	r.Path = d.ReadString()
+	r.Data = d.ReadBuffer()
+	r.ACL = readRecordsInto[ACL](d, r.ACL, minACLSize, "vector<ACL>")
+	r.Flags = d.ReadInt()
+	return d.Err()
+}
+
 // Encode implements Record.
 func (r *CreateTTLRequest) Encode(e *Encoder) {
 	e.WriteString(r.Path)

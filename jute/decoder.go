@@ -228,6 +228,27 @@ func (d *Decoder) ReadString() string {
 	return string(p)
 }
 
+// readCommonString is ReadString that returns common's constant, allocating
+// nothing, when common knows the bytes read (an interned string is the same
+// value as a copy).
+func (d *Decoder) readCommonString(common func([]byte) (string, bool)) string {
+	n := d.readLength("string")
+	if n <= 0 {
+		return ""
+	}
+	p := d.next(n, "string")
+	if p == nil {
+		return ""
+	}
+	if d.borrow == BorrowAll {
+		return unsafe.String(&p[0], n)
+	}
+	if s, ok := common(p); ok {
+		return s
+	}
+	return string(p)
+}
+
 // ReadStringLike is ReadString that returns prev itself, allocating
 // nothing, when the string read has prev's bytes: for a caller that decodes
 // the same strings again and again into a reused record.

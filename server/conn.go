@@ -53,6 +53,9 @@ type conn struct {
 	// goroutine only; it keeps nothing of a request once checked). Made at
 	// the first write: a session that only connects and closes needs none.
 	writeDec *writeDecoder
+	// readDec decodes read requests (reader goroutine only; reset to
+	// nothing after each, it keeps no request's bytes).
+	readDec jute.Decoder
 
 	// replies is the connection's request queue and its decisions
 	// (requestqueue.go, replyqueue.go): the items in arrival order, the
@@ -505,8 +508,14 @@ func (c *conn) waitReads() bool {
 // enqueue hands an item to the writer, waiting while the queue is full;
 // false if the connection is closing.
 func (c *conn) enqueue(it *item) bool {
+	return c.enqueueAt(it, time.Now())
+}
+
+// enqueueAt is enqueue of an item received at now (a reading of the clock
+// the caller took anyway: a write's, for its deadline).
+func (c *conn) enqueueAt(it *item, now time.Time) bool {
 	c.replies.arrive(it)
-	it.received = time.Now()
+	it.received = now
 	c.srv.stats.outstanding.Add(1)
 	for !c.replies.push(it) {
 		c.replies.wantRoom()
@@ -647,12 +656,14 @@ func (c *conn) answer(it *item) bool {
 		}
 		c.stats.sent.Add(1)
 		c.srv.stats.sent.Add(1)
-		d := time.Since(it.received)
+		// One clock read for the latency and its window's step.
+		now := time.Now()
+		d := now.Sub(it.received)
 		lat := d.Milliseconds()
 		c.stats.recordLatency(lat)
 		c.srv.stats.recordLatency(lat)
 		if it.read || it.waits {
-			c.srv.observeRequest(it.read, d)
+			c.srv.observeRequest(it.read, d, now)
 		}
 	}
 	if closeAfter {

@@ -186,14 +186,36 @@ func writeReplyBody(op int32, r *writeResult) (int32, jute.Record) {
 	return new(replyBodies).of(op, r)
 }
 
-// replyBodies holds the records of write replies, reused by one
-// connection's writer: a reply is encoded as soon as it is built, and the
-// record is not used after that.
+// replyBodies holds the records of write replies and of node reads
+// (readNode), reused by one connection's writer: a reply is encoded as soon
+// as it is built, and the record is not used after that.
 type replyBodies struct {
-	create  jute.CreateResponse
-	create2 jute.Create2Response
-	stat    jute.StatResponse
-	multi   jute.MultiResponse
+	create    jute.CreateResponse
+	create2   jute.Create2Response
+	stat      jute.StatResponse
+	multi     jute.MultiResponse
+	data      jute.GetDataResponse
+	children  jute.GetChildrenResponse
+	children2 jute.GetChildren2Response
+	// names is the scratch the children's names are listed into, kept
+	// across reads (reset) unless it grew past maxKeptNames.
+	names []string
+}
+
+// maxKeptNames bounds the children's names a connection's replyBodies keeps
+// room for between reads: one listing of a large node does not hold its
+// size for the connection's life.
+const maxKeptNames = 1024
+
+// reset drops every record's values, keeping the names scratch (emptied)
+// when it is small.
+func (b *replyBodies) reset() {
+	names := b.names
+	clear(names[:cap(names)])
+	if cap(names) > maxKeptNames {
+		names = nil
+	}
+	*b = replyBodies{names: names[:0]}
 }
 
 // of is writeReplyBody with b's records, valid until its next call.
@@ -221,8 +243,12 @@ func (b *replyBodies) of(op int32, r *writeResult) (int32, jute.Record) {
 // readNode answers exists, getData, getChildren and getChildren2 against
 // sm's tree for ids, and registers w's watch under the same read lock as
 // the read, so no change can fall between the two. It returns the reply's
-// zxid, code and body.
-func readNode(sm *stateMachine, w watcher, op int32, r *jute.PathWatchRequest, ids []jute.Id) (int64, int32, jute.Record) {
+// zxid, code and body; the body is one of b's records (valid until b is
+// used again), or a new record when b is nil.
+func readNode(sm *stateMachine, w watcher, op int32, r *jute.PathWatchRequest, ids []jute.Id, b *replyBodies) (int64, int32, jute.Record) {
+	if b == nil {
+		b = new(replyBodies)
+	}
 	sm.mu.RLock()
 	defer sm.mu.RUnlock()
 	zxid := sm.lastZxid.Load()
@@ -242,7 +268,8 @@ func readNode(sm *stateMachine, w watcher, op int32, r *jute.PathWatchRequest, i
 			return zxid, jute.ErrNoAuth, nil
 		}
 		st, _ := tree.Exists(r.Path)
-		return zxid, 0, &jute.StatResponse{Stat: st}
+		b.stat = jute.StatResponse{Stat: st}
+		return zxid, 0, &b.stat
 	}
 	if !exists {
 		return zxid, jute.ErrNoNode, nil
@@ -256,19 +283,23 @@ func readNode(sm *stateMachine, w watcher, op int32, r *jute.PathWatchRequest, i
 		if r.Watch {
 			sm.watches.addData(w, r.Path)
 		}
-		return zxid, 0, &jute.GetDataResponse{Data: data, Stat: st}
+		b.data = jute.GetDataResponse{Data: data, Stat: st}
+		return zxid, 0, &b.data
 	default:
-		children, st, _ := tree.GetChildren(r.Path)
+		children, st, _ := tree.AppendChildren(b.names[:0], r.Path)
 		if children == nil {
 			children = []string{}
 		}
+		b.names = children
 		if r.Watch {
 			sm.watches.addChild(w, r.Path)
 		}
 		if op == jute.OpGetChildren {
-			return zxid, 0, &jute.GetChildrenResponse{Children: children}
+			b.children = jute.GetChildrenResponse{Children: children}
+			return zxid, 0, &b.children
 		}
-		return zxid, 0, &jute.GetChildren2Response{Children: children, Stat: st}
+		b.children2 = jute.GetChildren2Response{Children: children, Stat: st}
+		return zxid, 0, &b.children2
 	}
 }
 

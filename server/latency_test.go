@@ -65,7 +65,7 @@ func TestLatencyQuantilesAccurate(t *testing.T) {
 			var sum float64
 			for i := range sorted {
 				d := tc.gen(i)
-				s.observeRequest(false, d)
+				s.observeRequest(false, d, time.Now())
 				sorted[i] = float64(d) / float64(time.Millisecond)
 				sum += sorted[i]
 			}
@@ -130,7 +130,7 @@ func TestLatencyObserveConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				s.observeRequest(i%3 == 0, time.Duration(w*each+i)*time.Microsecond)
+				s.observeRequest(i%3 == 0, time.Duration(w*each+i)*time.Microsecond, time.Now())
 			}
 		}()
 	}
@@ -149,8 +149,8 @@ func TestObserveRequestAllocatesNothing(t *testing.T) {
 	s := &Server{}
 	s.ops = newOperability(s)
 	allocs := testing.AllocsPerRun(10000, func() {
-		s.observeRequest(true, 3*time.Millisecond)
-		s.observeRequest(false, 7*time.Millisecond)
+		s.observeRequest(true, 3*time.Millisecond, time.Now())
+		s.observeRequest(false, 7*time.Millisecond, time.Now())
 	})
 	require.Zero(t, allocs)
 }

@@ -78,13 +78,13 @@ func newOperability(s *Server) *operability {
 // observeRequest records the latency of one answered client request, from
 // its arrival to its reply: reads feed readlatency, writes updatelatency.
 // The connection writer calls it once per reply.
-func (s *Server) observeRequest(read bool, d time.Duration) {
+func (s *Server) observeRequest(read bool, d time.Duration, now time.Time) {
 	l := &s.ops.update
 	if read {
 		l = &s.ops.read
 	}
 	l.stats.recordLatency(d.Milliseconds())
-	l.window.Observe(d)
+	l.window.ObserveAt(d, now)
 }
 
 func (o *operability) resetLatency() {

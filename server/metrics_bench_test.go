@@ -19,7 +19,7 @@ func BenchmarkObserveRequest(b *testing.B) {
 		b.ReportAllocs()
 		b.ResetTimer()
 		for i := 0; b.Loop(); i++ {
-			s.observeRequest(i&1 == 0, time.Duration(200+i%5000)*time.Microsecond)
+			s.observeRequest(i&1 == 0, time.Duration(200+i%5000)*time.Microsecond, time.Now())
 		}
 	})
 	b.Run("parallel", func(b *testing.B) {
@@ -29,7 +29,7 @@ func BenchmarkObserveRequest(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			i := 0
 			for pb.Next() {
-				s.observeRequest(i&1 == 0, time.Duration(200+i%5000)*time.Microsecond)
+				s.observeRequest(i&1 == 0, time.Duration(200+i%5000)*time.Microsecond, time.Now())
 				i++
 			}
 		})

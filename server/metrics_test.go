@@ -110,9 +110,9 @@ func TestMetricsEndpoint(t *testing.T) {
 func TestMetricsRequestLatency(t *testing.T) {
 	s := startServer(t, func(c *Config) { withAdmin(c); withMetrics(c) })
 	for _, d := range []time.Duration{time.Millisecond, 3 * time.Millisecond, 5 * time.Millisecond} {
-		s.observeRequest(true, d)
+		s.observeRequest(true, d, time.Now())
 	}
-	s.observeRequest(false, 7*time.Millisecond)
+	s.observeRequest(false, 7*time.Millisecond, time.Now())
 	fams := scrape(t, s, "/metrics")
 	require.Equal(t, 3.0, value(t, fams, "readlatency", dto.MetricType_SUMMARY))
 	require.Equal(t, 9.0, fams["readlatency"].GetMetric()[0].GetSummary().GetSampleSum())

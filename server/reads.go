@@ -26,22 +26,33 @@ func isKnownRead(op int32) bool {
 // earlier writes.
 func (c *conn) decodeRead(xid, op int32, body []byte) buildFunc {
 	ids := *c.authIDs.Load()
+	// The reader's decoder, reused: a decoder made per read escaped to the
+	// heap (Record.Decode takes it through an interface). Its strings are
+	// copies, so the reply built later owns them.
 	unmarshal := func(r jute.Record) bool {
-		return jute.NewDecoder(body, c.srv.cfg.JuteMaxBuffer).ReadRecord(r) == nil
+		c.readDec.Reset(body, c.srv.cfg.JuteMaxBuffer)
+		ok := c.readDec.ReadRecord(r) == nil
+		c.readDec.Reset(nil, 0) // keeps nothing of body
+		return ok
 	}
 	switch op {
 	case jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
+		// The closures below capture their request by value (rq, never
+		// address-taken): one allocation with the closure instead of the
+		// closure and the request.
 		var r jute.PathWatchRequest
 		if !unmarshal(&r) {
 			return nil
 		}
-		return func(*item) ([]byte, bool) { return c.readNode(xid, op, &r, ids), false }
+		rq := r
+		return func(*item) ([]byte, bool) { return c.readNode(xid, op, rq, ids), false }
 	case jute.OpGetACL, jute.OpGetAllChildrenNumber, jute.OpGetEphemerals:
 		var r jute.PathRequest
 		if !unmarshal(&r) {
 			return nil
 		}
-		return func(*item) ([]byte, bool) { return c.readPath(xid, op, r.Path, ids), false }
+		path := r.Path
+		return func(*item) ([]byte, bool) { return c.readPath(xid, op, path, ids), false }
 	case jute.OpWhoAmI:
 		return func(*item) ([]byte, bool) { return c.whoAmI(xid, ids), false }
 	case jute.OpMultiRead:
@@ -97,9 +108,14 @@ func (c *conn) decodeRead(xid, op int32, body []byte) buildFunc {
 
 // readNode answers exists, getData, getChildren and getChildren2 (and
 // registers their watch: readNode in endpoint.go).
-func (c *conn) readNode(xid, op int32, r *jute.PathWatchRequest, ids []jute.Id) []byte {
-	zxid, code, body := readNode(c.srv.sm, c, op, r, ids)
-	return c.reply(xid, zxid, code, body)
+func (c *conn) readNode(xid, op int32, r jute.PathWatchRequest, ids []jute.Id) []byte {
+	if c.replyBodies == nil {
+		c.replyBodies = new(replyBodies)
+	}
+	zxid, code, body := readNode(c.srv.sm, c, op, &r, ids, c.replyBodies)
+	frame := c.reply(xid, zxid, code, body)
+	c.replyBodies.reset() // drop the node's data and children
+	return frame
 }
 
 func (c *conn) readPath(xid, op int32, path string, ids []jute.Id) []byte {

@@ -437,7 +437,7 @@ func (e *Endpoint) handle(frame []byte) (s Step, ok bool, err error) {
 			return s, true, nil
 		}
 		e.queue(readItem(func(*item) ([]byte, bool) {
-			z, code, rec := readNode(e.r.sm, e, op, &r, e.auth)
+			z, code, rec := readNode(e.r.sm, e, op, &r, e.auth, nil)
 			return e.reply(xid, z, code, rec), false
 		}))
 	default:

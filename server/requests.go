@@ -156,13 +156,14 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 	if !c.waitReads() {
 		return false
 	}
-	it := writeItem(time.Now().Add(writeTimeout), buildWriteReply)
+	now := time.Now() // the item's arrival and deadline
+	it := writeItem(now.Add(writeTimeout), buildWriteReply)
 	it.conn, it.xid, it.op = c, xid, op
 	e := c.ep.writeEntry(xid, op, body, *c.authIDs.Load(), c.srv.sm.treeOpts)
 	// Body aliases the read buffer, reused for the next frame once this
 	// returns: propose encodes the entry (a copy) before it returns, and e
 	// is not kept.
-	return c.proposeItem(it, e)
+	return c.proposeItem(it, e, now)
 }
 
 // proposeItem queues a write's item, then proposes its entry. Queueing first
@@ -179,11 +180,11 @@ func (c *conn) handleWrite(xid, op int32, body []byte) bool {
 //
 // it is the proposal's waiter (item.applied) and takes raft's answer to it
 // (item.ProposeDone): its conn and signal are set here.
-func (c *conn) proposeItem(it *item, e *entry) bool {
+func (c *conn) proposeItem(it *item, e *entry, now time.Time) bool {
 	e.ReqID = c.srv.newReqID()
 	it.reqID = e.ReqID // set before the writer can see the item
 	it.conn, it.signal = c, c.readyC
-	if !c.enqueue(it) {
+	if !c.enqueueAt(it, now) {
 		return false
 	}
 	// Not waiting for raft to take the entry: the next write of this
@@ -243,7 +244,7 @@ func (c *conn) writeReply(xid, op int32, r *writeResult) []byte {
 	}
 	code, body := c.replyBodies.of(op, r) // writeReplyBody
 	frame := c.reply(xid, r.Zxid, code, body)
-	*c.replyBodies = replyBodies{} // drop the result's path and multi results
+	c.replyBodies.reset() // drop the result's path and multi results
 	return frame
 }
 
@@ -251,11 +252,12 @@ func (c *conn) handleClose(xid int32) bool {
 	if !c.waitReads() {
 		return false
 	}
-	it := writeItem(time.Now().Add(writeTimeout), func(it *item) ([]byte, bool) {
+	now := time.Now()
+	it := writeItem(now.Add(writeTimeout), func(it *item) ([]byte, bool) {
 		return c.reply(xid, it.res.Zxid, 0, nil), true
 	})
 	e := c.ep.closeEntry(xid)
-	if !c.proposeItem(it, e) {
+	if !c.proposeItem(it, e, now) {
 		return false
 	}
 	c.srv.tracker.SetClosing(c.sessionID)

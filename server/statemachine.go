@@ -415,9 +415,13 @@ func (wd *writeDecoder) check(op int32, body []byte, maxLen int) int32 {
 	return code
 }
 
-// clear drops every value of the last decode.
+// clear drops every value of the last decode. It keeps the create
+// record's ACL array, cleared, for the next decode (DecodeReusing).
 func (wd *writeDecoder) clear() {
+	acl := wd.create.ACL
+	clear(acl[:cap(acl)])
 	*wd = writeDecoder{}
+	wd.create.ACL = acl[:0]
 }
 
 // decode is decodeWrite into wd's records, with the values sharing body's
@@ -431,8 +435,10 @@ func (wd *writeDecoder) decode(op int32, body []byte, maxLen int, borrow jute.Bo
 	w := &wd.w
 	switch op {
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer:
+		// Into the last create's ACL array: nothing keeps a decoded ACL
+		// (the tree stores a copy, or its shared open ACL).
 		r := &wd.create
-		if d.ReadRecord(r) != nil {
+		if r.DecodeReusing(d) != nil {
 			return nil, jute.ErrMarshallingError
 		}
 		wd.createTTL = jute.CreateTTLRequest{Path: r.Path, Data: r.Data, ACL: r.ACL, Flags: r.Flags}

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -126,4 +128,66 @@ func TestSessionCloseDeletesEphemeralsAndIsIdempotent(t *testing.T) {
 	require.False(t, ok)
 	require.Zero(t, sm.apply(&entry{Type: entryExpireSession, SessionID: 7}).Err)
 	require.Equal(t, jute.ErrSessionExpired, sm.apply(create("/late", 1, 3)).Err)
+}
+
+// TestCreatesKeepTheirOwnACL: apply decodes each create's ACL into the
+// array of the last one (writeDecoder, DecodeReusing); every node still
+// holds the ACL it was created with, whatever was created after it.
+func TestCreatesKeepTheirOwnACL(t *testing.T) {
+	sm := newTestSM(t)
+	sm.createSession(7, 1)
+	acls := [][]jute.ACL{
+		{{Perms: jute.PermRead, ID: jute.Id{Scheme: "ip", ID: "10.0.0.1"}}, {Perms: jute.PermAll, ID: jute.Id{Scheme: "ip", ID: "10.0.0.2"}}},
+		{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}},
+		{{Perms: jute.PermCreate, ID: jute.Id{Scheme: "ip", ID: "10.0.0.3"}}},
+	}
+	for i, acl := range acls {
+		e := &entry{Type: jute.OpCreate, SessionID: 7, ConnID: 1, Seq: uint64(i + 1),
+			Body: jute.Marshal(&jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), ACL: acl})}
+		require.Zero(t, sm.apply(e).Err)
+	}
+	for i, acl := range acls {
+		got, _, ok := sm.tree.GetACL(fmt.Sprintf("/n%d", i))
+		require.True(t, ok)
+		require.Equal(t, acl, got, "/n%d", i)
+	}
+}
+
+// TestNodeReadsReuseReplyBodies: a connection's node reads share one
+// replyBodies (reset after each reply); a listing after a longer one
+// holds only its own children, and a very long listing's scratch is not
+// kept.
+func TestNodeReadsReuseReplyBodies(t *testing.T) {
+	sm := newTestSM(t)
+	sm.createSession(7, 1)
+	seq := uint64(0)
+	mk := func(p string) {
+		seq++
+		require.Zero(t, sm.apply(create(p, 1, seq)).Err, p)
+	}
+	mk("/big")
+	for i := range maxKeptNames + 1 {
+		mk(fmt.Sprintf("/big/c%05d", i))
+	}
+	mk("/three")
+	for _, c := range []string{"b", "a", "c"} {
+		mk("/three/" + c)
+	}
+	mk("/one")
+	mk("/one/x")
+	var b replyBodies
+	list := func(p string) []string {
+		_, code, rec := readNode(sm.stateMachine, nil, jute.OpGetChildren, &jute.PathWatchRequest{Path: p}, nil, &b)
+		require.Zero(t, code)
+		names := slices.Clone(rec.(*jute.GetChildrenResponse).Children)
+		b.reset()
+		return names
+	}
+	require.Equal(t, []string{"a", "b", "c"}, list("/three"))
+	require.NotNil(t, b.names, "the scratch is kept")
+	require.Equal(t, []string{"x"}, list("/one"))
+	require.Equal(t, []string{"a", "b", "c"}, list("/three"))
+	require.Len(t, list("/big"), maxKeptNames+1)
+	require.Nil(t, b.names, "a listing past maxKeptNames is not kept")
+	require.Equal(t, []string{"x"}, list("/one"))
 }

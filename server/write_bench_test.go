@@ -140,7 +140,11 @@ func (c *benchConn) send(b testing.TB, frame []byte) {
 }
 
 // recv reads one reply and fails b unless it is a success.
-func (c *benchConn) recv(b testing.TB) {
+func (c *benchConn) recv(b testing.TB) { c.recvBody(b) }
+
+// recvBody is recv returning the reply frame (header and body), valid
+// until the next read.
+func (c *benchConn) recvBody(b testing.TB) []byte {
 	if err := c.nc.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
 		b.Fatal(err)
 	}
@@ -155,6 +159,7 @@ func (c *benchConn) recv(b testing.TB) {
 	if code := int32(binary.BigEndian.Uint32(body[12:])); code != 0 {
 		b.Fatalf("reply to xid %d: error %d", int32(binary.BigEndian.Uint32(body)), code)
 	}
+	return body
 }
 
 func (c *benchConn) call(b testing.TB, op int32, req jute.Record) {

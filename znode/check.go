@@ -128,6 +128,16 @@ func (t *Tree) checkPaths(paths []string) error {
 		}
 		indexed += len(s)
 	}
+	for owner := range t.largeEphemeralSets {
+		if _, ok := t.ephemerals[owner]; !ok {
+			return fail("large ephemeral set of %#x that owns none", owner)
+		}
+	}
+	for _, s := range t.spareEphemerals {
+		if len(s) != 0 {
+			return fail("a spare ephemeral set holds %d paths", len(s))
+		}
+	}
 	if indexed != ephemerals || len(t.containers) != containers || len(t.ttls) != ttls {
 		return fail("indexes hold %d ephemerals, %d containers, %d TTL nodes; tree has %d, %d, %d",
 			indexed, len(t.containers), len(t.ttls), ephemerals, containers, ttls)

@@ -35,15 +35,26 @@ func (t *Tree) GetData(path string) (data []byte, stat jute.Stat, ok bool) {
 
 // GetChildren returns the names of the node's children, sorted, and its Stat.
 func (t *Tree) GetChildren(path string) (children []string, stat jute.Stat, ok bool) {
+	children, stat, ok = t.AppendChildren(nil, path)
+	if ok && children == nil {
+		children = []string{} // a node without children: empty, not nil
+	}
+	return children, stat, ok
+}
+
+// AppendChildren is GetChildren appending the names to dst (a caller's
+// reused scratch; nil makes a slice of exactly the children's count). The
+// result is nil when the node does not exist.
+func (t *Tree) AppendChildren(dst []string, path string) (children []string, stat jute.Stat, ok bool) {
 	n := t.lookup(path)
 	if n == nil {
 		return nil, jute.Stat{}, false
 	}
-	children = make([]string, 0, len(n.children))
+	children = slices.Grow(dst, len(n.children))
 	for c := range n.children {
 		children = append(children, c)
 	}
-	slices.Sort(children)
+	slices.Sort(children[len(dst):])
 	return children, n.stat(), true
 }
 

@@ -34,6 +34,19 @@ type Tree struct {
 	nodes nodeIndex
 	// ephemerals indexes kindEphemeral nodes by owning session.
 	ephemerals map[int64]map[string]struct{}
+	// spareEphemerals are sessions' emptied ephemeral sets, at most
+	// maxSpareEphemerals, taken (last first) by the next sessions that need
+	// one: with a lock per client (Curator's recipe) a session's only
+	// ephemeral comes and goes with every acquire and release, and its set
+	// (a map and its group: two allocations) came and went with it. Only a
+	// set that never held more than smallEphemeralSet paths (one map group;
+	// a Go map never shrinks) is kept, so the spares hold no memory of a
+	// large set.
+	spareEphemerals []map[string]struct{}
+	// largeEphemeralSets are the sessions whose set held more than
+	// smallEphemeralSet paths. Invariant: each is a key of ephemerals.
+	largeEphemeralSets map[int64]struct{}
+
 	containers map[string]struct{} // paths of kindContainer nodes
 	ttls       map[string]struct{} // paths of kindTTL nodes
 	// dataSize is the sum over nodes of len(path)+len(data)
@@ -128,10 +141,22 @@ func (t *Tree) insert(n, parent *node) {
 	case kindEphemeral:
 		s := t.ephemerals[n.ext]
 		if s == nil {
-			s = make(map[string]struct{})
+			if k := len(t.spareEphemerals) - 1; k >= 0 {
+				s = t.spareEphemerals[k]
+				t.spareEphemerals[k] = nil
+				t.spareEphemerals = t.spareEphemerals[:k]
+			} else {
+				s = make(map[string]struct{})
+			}
 			t.ephemerals[n.ext] = s
 		}
 		s[n.path] = struct{}{}
+		if len(s) == smallEphemeralSet+1 {
+			if t.largeEphemeralSets == nil {
+				t.largeEphemeralSets = make(map[int64]struct{})
+			}
+			t.largeEphemeralSets[n.ext] = struct{}{}
+		}
 	case kindContainer:
 		t.containers[n.path] = struct{}{}
 	case kindTTL:
@@ -158,6 +183,11 @@ func (t *Tree) remove(n, parent *node) {
 			delete(s, n.path)
 			if len(s) == 0 {
 				delete(t.ephemerals, n.ext)
+				if _, large := t.largeEphemeralSets[n.ext]; large {
+					delete(t.largeEphemeralSets, n.ext)
+				} else if len(t.spareEphemerals) < maxSpareEphemerals {
+					t.spareEphemerals = append(t.spareEphemerals, s) // empty; one group at most
+				}
 			}
 		}
 	case kindContainer:
@@ -171,6 +201,16 @@ func (t *Tree) remove(n, parent *node) {
 		t.undo = append(t.undo, undoRec{op: undoRemove, n: n, parent: parent})
 	}
 }
+
+// smallEphemeralSet is the most paths a session's ephemeral set may have
+// held for it to be kept as the spare once empty: what one group of a Go
+// map holds.
+const smallEphemeralSet = 8
+
+// maxSpareEphemerals bounds the emptied ephemeral sets a tree keeps for
+// reuse: as many as sessions that create and delete their ephemerals
+// concurrently, within a few KiB.
+const maxSpareEphemerals = 64
 
 // save records n's meta in the undo log and for the active freezes
 // (frozen.go) before a change to it. Every write to a node's meta must come

@@ -131,10 +131,11 @@ func (c *Counts) Quantile(q float64) float64 {
 // observation since it was made. Observe may be called from any number of
 // goroutines at once, and at the same time as Snapshot.
 type Window struct {
-	// elapsed is the time since the window was made: one read of the
-	// monotonic clock (time.Since), or the injected clock's.
-	elapsed func() time.Duration
-	step    time.Duration
+	// now is the window's clock (time.Now, or the injected one) and origin
+	// its reading when the window was made.
+	now    func() time.Time
+	origin time.Time
+	step   time.Duration
 
 	// count and sum are written by every Observe: on their own cache
 	// line, apart from the fields above that every Observe reads.
@@ -163,14 +164,10 @@ func NewWindow(n int, step time.Duration, now func() time.Time) *Window {
 	if n < 2 || step <= 0 {
 		panic(fmt.Sprintf("lathist: a window needs at least 2 steps of a positive length, got %d of %v", n, step))
 	}
-	w := &Window{step: step, steps: make([]windowStep, n)}
 	if now == nil {
-		origin := time.Now()
-		w.elapsed = func() time.Duration { return time.Since(origin) }
-	} else {
-		origin := now()
-		w.elapsed = func() time.Duration { return now().Sub(origin) }
+		now = time.Now
 	}
+	w := &Window{now: now, origin: now(), step: step, steps: make([]windowStep, n)}
 	for i := range w.steps {
 		w.steps[i].index.Store(-1)
 	}
@@ -179,16 +176,28 @@ func NewWindow(n int, step time.Duration, now func() time.Time) *Window {
 
 // stepIndex is the step the clock is in now.
 func (w *Window) stepIndex() int64 {
-	return max(int64(w.elapsed()/w.step), 0)
+	return w.stepAt(w.now())
+}
+
+// stepIndex is the step the clock is in at now.
+func (w *Window) stepAt(now time.Time) int64 {
+	return max(int64(now.Sub(w.origin)/w.step), 0)
 }
 
 // Observe records one observation of d: three atomic adds and one read of
 // the clock; the first observation of a step also clears the ring's
 // oldest histogram for it, under mu. It allocates nothing.
 func (w *Window) Observe(d time.Duration) {
+	w.ObserveAt(d, w.now())
+}
+
+// ObserveAt is Observe with the clock read by the caller: now is a reading
+// of the window's clock (time.Now for a window made with a nil clock), as
+// a caller that measured d from it has at hand. It reads no clock.
+func (w *Window) ObserveAt(d time.Duration, now time.Time) {
 	w.count.Add(1)
 	w.sum.Add(int64(d))
-	idx := w.stepIndex()
+	idx := w.stepAt(now)
 	s := &w.steps[idx%int64(len(w.steps))]
 	if s.index.Load() != idx && !w.rotate(s, idx) {
 		return

@@ -190,12 +190,16 @@ func TestWindowSlides(t *testing.T) {
 	// An observer whose clock reading is a whole window older than the
 	// slot's step (descheduled meanwhile) is counted but kept out of the
 	// quantiles.
-	old := w.elapsed
-	w.elapsed = func() time.Duration { return old() - 10*time.Minute }
-	w.Observe(time.Hour)
-	w.elapsed = old
+	w.ObserveAt(time.Hour, clk.now().Add(-10*time.Minute))
 	require.Equal(t, uint64(1), snapshot(w).Total())
 	require.Equal(t, uint64(203), w.Count())
+
+	// ObserveAt counts in the step of the reading it is given, as Observe
+	// does in the step of its own reading.
+	w.ObserveAt(3*time.Second, clk.now())
+	c = snapshot(w)
+	require.Equal(t, uint64(2), c.Total())
+	require.InDelta(t, 3e9, c.Quantile(0.25), 3e9/128)
 }
 
 // TestWindowConcurrent observes from many goroutines while another takes
@@ -287,5 +291,25 @@ func TestNewWindowRejectsBadShapes(t *testing.T) {
 		step time.Duration
 	}{{1, time.Minute}, {0, time.Minute}, {5, 0}, {5, -time.Second}} {
 		require.Panics(t, func() { NewWindow(c.n, c.step, nil) }, "n=%d step=%v", c.n, c.step)
+	}
+}
+
+// BenchmarkWindowLatency is a caller's measuring of a latency and its
+// recording with Observe (two clock reads)...
+func BenchmarkWindowLatency(b *testing.B) {
+	w := NewWindow(5, 2*time.Minute, nil)
+	start := time.Now()
+	for b.Loop() {
+		w.Observe(time.Since(start))
+	}
+}
+
+// BenchmarkWindowLatencyAt ... and with ObserveAt (one).
+func BenchmarkWindowLatencyAt(b *testing.B) {
+	w := NewWindow(5, 2*time.Minute, nil)
+	start := time.Now()
+	for b.Loop() {
+		now := time.Now()
+		w.ObserveAt(now.Sub(start), now)
 	}
 }
