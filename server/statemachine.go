@@ -416,12 +416,27 @@ func (wd *writeDecoder) check(op int32, body []byte, maxLen int) int32 {
 }
 
 // clear drops every value of the last decode. It keeps the create
-// record's ACL array, cleared, for the next decode (DecodeReusing).
+// record's ACL array, cleared, for the next decode (DecodeReusing), unless
+// it has room for more than maxKeptACL entries.
 func (wd *writeDecoder) clear() {
-	acl := wd.create.ACL
+	acl := keptACL(wd.create.ACL)
 	clear(acl[:cap(acl)])
 	*wd = writeDecoder{}
 	wd.create.ACL = acl[:0]
+}
+
+// maxKeptACL bounds the ACL entries a writeDecoder keeps room for between
+// decodes: one create with a huge ACL (up to about 87 k entries, 3.5 MB
+// decoded, within jute.maxbuffer) is not held for the connection's life,
+// nor cleared again at every later write, nor held by apply's decoder.
+const maxKeptACL = 16
+
+// keptACL returns acl if its array is small enough to keep, else nil.
+func keptACL(acl []jute.ACL) []jute.ACL {
+	if cap(acl) > maxKeptACL {
+		return nil
+	}
+	return acl
 }
 
 // decode is decodeWrite into wd's records, with the values sharing body's
@@ -438,6 +453,7 @@ func (wd *writeDecoder) decode(op int32, body []byte, maxLen int, borrow jute.Bo
 		// Into the last create's ACL array: nothing keeps a decoded ACL
 		// (the tree stores a copy, or its shared open ACL).
 		r := &wd.create
+		r.ACL = keptACL(r.ACL) // apply's decoder never clears: drop a huge one here
 		if r.DecodeReusing(d) != nil {
 			return nil, jute.ErrMarshallingError
 		}

@@ -43,7 +43,7 @@ func (t *Tree) GetChildren(path string) (children []string, stat jute.Stat, ok b
 }
 
 // AppendChildren is GetChildren appending the names to dst (a caller's
-// reused scratch; nil makes a slice of exactly the children's count). The
+// reused scratch; nil makes a slice with room for the children). The
 // result is nil when the node does not exist.
 func (t *Tree) AppendChildren(dst []string, path string) (children []string, stat jute.Stat, ok bool) {
 	n := t.lookup(path)

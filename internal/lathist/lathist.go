@@ -179,7 +179,7 @@ func (w *Window) stepIndex() int64 {
 	return w.stepAt(w.now())
 }
 
-// stepIndex is the step the clock is in at now.
+// stepAt is the step the clock is in at now.
 func (w *Window) stepAt(now time.Time) int64 {
 	return max(int64(now.Sub(w.origin)/w.step), 0)
 }
