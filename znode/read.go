@@ -39,9 +39,9 @@ func (t *Tree) GetChildren(path string) (children []string, stat jute.Stat, ok b
 	if n == nil {
 		return nil, jute.Stat{}, false
 	}
-	children = make([]string, 0, len(n.children))
-	for c := range n.children {
-		children = append(children, c)
+	children = make([]string, 0, n.children.len())
+	for c := range n.children.all() {
+		children = append(children, c.name())
 	}
 	slices.Sort(children)
 	return children, n.stat(), true
@@ -63,7 +63,7 @@ func (t *Tree) CountDescendants(path string) (int32, bool) {
 	if n == nil {
 		return 0, false
 	}
-	if n.path == rootPath {
+	if n.path() == rootPath {
 		return int32(t.nodes.len() - 1), true
 	}
 	var count int32
@@ -71,22 +71,14 @@ func (t *Tree) CountDescendants(path string) (int32, bool) {
 	for len(stack) > 0 {
 		cur := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for c := range cur.children {
+		for child := range cur.children.all() {
 			count++
-			if child := t.nodes.get(childPath(cur.path, c)); child != nil && len(child.children) > 0 {
+			if child.children.len() > 0 {
 				stack = append(stack, child)
 			}
 		}
 	}
 	return count, true
-}
-
-// childPath joins a parent path and a child name.
-func childPath(parent, name string) string {
-	if parent == rootPath {
-		return rootPath + name
-	}
-	return parent + "/" + name
 }
 
 // Ephemerals returns, sorted, the paths of session's ephemerals that start
