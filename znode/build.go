@@ -33,10 +33,10 @@ func Build(opts Options, nodes []BuiltNode) (*Tree, error) {
 		if len(b.ACL) > 0 {
 			acl = &aclList{entries: b.ACL}
 		}
-		n := &node{path: b.Path, meta: meta{
-			data: string(b.Data), hasData: b.Data != nil, acl: acl, czxid: b.Czxid, mzxid: b.Mzxid, ctime: b.Ctime, mtime: b.Mtime,
+		n := newNode(b.Path, b.Data, meta{
+			acl: acl, czxid: b.Czxid, mzxid: b.Mzxid, ctime: b.Ctime, mtime: b.Mtime,
 			pzxid: b.Pzxid, version: b.Version, aversion: b.Aversion, creates: b.Creates,
-		}}
+		})
 		switch {
 		case b.Container && b.TTL != 0:
 			return nil, fmt.Errorf("znode: build: %q is both a container and a TTL node", b.Path)

@@ -40,7 +40,7 @@ func (t *Tree) Check() error {
 	}
 	paths := make([]string, 0, t.nodes.len())
 	for n := range t.nodes.all() {
-		paths = append(paths, n.path)
+		paths = append(paths, n.path())
 	}
 	slices.Sort(paths)
 	return t.checkPaths(paths)
@@ -61,14 +61,17 @@ func (t *Tree) checkPaths(paths []string) error {
 		if n == nil {
 			return fail("no node at %q", p)
 		}
-		size += int64(len(n.path) + len(n.data))
-		encoded += int64(encodedSize(n.path, &n.meta))
+		size += int64(n.plen + n.dlen)
+		encoded += int64(encodedSize(&n.meta))
+		if err := n.children.verify(); err != nil {
+			return fail("%q: %v", p, err)
+		}
 		if p != rootPath {
 			parent := t.nodes.get(parentOf(p, lastSlash(p)))
 			if parent == nil {
 				return fail("%q has no parent", p)
 			}
-			if _, ok := parent.children[n.name()]; !ok {
+			if !parent.children.has(n) {
 				return fail("parent of %q does not list it", p)
 			}
 			if parent.pzxid < n.czxid {
@@ -76,10 +79,13 @@ func (t *Tree) checkPaths(paths []string) error {
 			}
 		}
 		made := int32(0)
-		for c := range n.children {
-			cp := childPath(p, c)
-			if t.nodes.get(cp) == nil {
-				return fail("%q lists missing child %q", p, c)
+		for c := range n.children.all() {
+			cp := c.path()
+			if t.nodes.get(cp) != c {
+				return fail("%q lists missing child %q", p, cp)
+			}
+			if parentOf(cp, lastSlash(cp)) != p {
+				return fail("%q lists %q", p, cp)
 			}
 			if !isSpecialPath(cp) {
 				made++
@@ -94,7 +100,7 @@ func (t *Tree) checkPaths(paths []string) error {
 			if n.ext == 0 {
 				return fail("ephemeral %q has owner 0", p)
 			}
-			if len(n.children) > 0 {
+			if n.children.len() > 0 {
 				return fail("ephemeral %q has children", p)
 			}
 			if _, ok := t.ephemerals[n.ext][p]; !ok {

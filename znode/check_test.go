@@ -15,15 +15,17 @@ func TestCheckDetects(t *testing.T) {
 		name   string
 		mutate func(tr *Tree)
 	}{
-		{"child count", func(tr *Tree) { tr.nodes.get("/a").children["ghost"] = struct{}{} }},
-		{"parent does not list", func(tr *Tree) { delete(tr.nodes.get("/a").children, "b") }},
+		{"child count", func(tr *Tree) { tr.nodes.get("/a").children.add(tn("/a/ghost", meta{})) }},
+		{"parent does not list", func(tr *Tree) { tr.nodes.get("/a").children.remove(tr.nodes.get("/a/b")) }},
 		{"pzxid", func(tr *Tree) { tr.nodes.get("/a").pzxid = 0 }},
 		{"creation counter", func(tr *Tree) { tr.nodes.get("/a").creates = 0 }},
 		{"ephemeral index", func(tr *Tree) { delete(tr.ephemerals, 5) }},
 		{"stale ephemeral index", func(tr *Tree) { tr.ephemerals[6] = map[string]struct{}{"/x": {}} }},
 		{"ephemeral with children", func(tr *Tree) {
-			tr.nodes.get("/a/e").children = map[string]struct{}{"k": {}}
-			tr.nodes.put(&node{path: "/a/e/k"})
+			k := tn("/a/e/k", meta{})
+			tr.nodes.get("/a/e").children = &childSet{}
+			tr.nodes.get("/a/e").children.add(k)
+			tr.nodes.put(k)
 			tr.nodes.get("/a/e").creates = 1
 		}},
 		{"container index", func(tr *Tree) { delete(tr.containers, "/c") }},

@@ -31,8 +31,8 @@ func (t *Tree) EachChild(path string, f func(name string)) bool {
 	if n == nil {
 		return false
 	}
-	for c := range n.children {
-		f(c)
+	for c := range n.children.all() {
+		f(c.name())
 	}
 	return true
 }
@@ -42,7 +42,7 @@ func (t *Tree) EachChild(path string, f func(name string)) bool {
 // every node" check). f must not modify the tree or the ACL.
 func (t *Tree) EachNode(f func(path string, acl []jute.ACL) bool) {
 	for n := range t.nodes.all() {
-		if !f(n.path, n.acl.list()) {
+		if !f(n.path(), n.acl.list()) {
 			return
 		}
 	}

@@ -29,7 +29,7 @@ func (t *Tree) ExpiryCandidates(now int64) (containers []string, ttls []string) 
 
 // expired reports whether the container or TTL node n may be removed at now.
 func expired(n *node, now int64) bool {
-	if len(n.children) > 0 {
+	if n.children.len() > 0 {
 		return false
 	}
 	switch n.kind {

@@ -39,12 +39,15 @@ import (
 //   - A node's meta is not cleared by remove and nodes are never reused, so
 //     a frozen node removed afterwards still holds its frozen meta (or has
 //     a copy); a multi's rollback writes metas its own saves copied first.
-//   - Data strings and aclLists are never mutated in place, so a meta
-//     copy shares them safely (an aclList's refs changes, but only the
-//     apply goroutine reads it).
+//   - A meta's pd (path and data) and aclLists are never mutated in place,
+//     so a meta copy shares them safely (an aclList's refs changes, but
+//     only the apply goroutine reads it).
+//   - The encoder's sort reads each frozen node's path without the mutex
+//     (node.sortPath): every pd a node ever has starts with its path, and
+//     pd is stored atomically (meta.setPD) once the node is in the tree.
 //
 // There is no per-node mark of "copied already": it would take 8 bytes a
-// node (a node of 112 bytes would move to the 128-byte size class), while
+// node (a node of 96 bytes would move to the 112-byte size class), while
 // a freeze is active a save costs only a mutex and a map lookup more.
 //
 // Several freezes may be active at once (a local snapshot and a backup):

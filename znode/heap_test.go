@@ -52,8 +52,10 @@ func builtScaleTree(tb testing.TB, n int) *Tree {
 // owner and ttl in one field (a 120-byte node, the 128 class); 318.3 with
 // the data a string (a 112-byte node); 297.3 (299.1 read from a
 // snapshot) with the nodes indexed by a nodeIndex instead of a
-// map[string]*node (nodeindex.go). -race adds under 1 byte.
-const heapBytesPerZnode = 305.0
+// map[string]*node (nodeindex.go); 251.1 (252.9) with path and data in one
+// allocation, a 96-byte node and the children in a childSet instead of a
+// map of names (2 objects a znode instead of 3). -race adds under 1 byte.
+const heapBytesPerZnode = 258.0
 
 // A tree of 100k znodes of 100 bytes costs at most heapBytesPerZnode bytes
 // of heap a znode, whether made by creates or read from a snapshot.

@@ -105,3 +105,6 @@ func (c *client) stat(path string) jute.Stat {
 	require.True(c.t, ok, "exists %q", path)
 	return st
 }
+
+// tn returns a node at path with nil data and the rest of m.
+func tn(path string, m meta) *node { return newNode(path, nil, m) }

@@ -161,7 +161,7 @@ func (x *nodeIndex) get(path string) *node {
 		}
 		for ; match != 0; match &= match - 1 {
 			l := uint32(bits.TrailingZeros64(match))/8 + shift/8
-			if n := g.nodes[l%groupSlots]; n.path == path {
+			if n := g.nodes[l%groupSlots]; n.path() == path {
 				return n
 			}
 		}
@@ -195,18 +195,19 @@ func (x *nodeIndex) put(n *node) {
 	if x.shards == nil {
 		x.init()
 	}
-	h := x.hash(n.path)
+	p := n.path()
+	h := x.hash(p)
 	s := x.shard(h)
 	if (s.count+1)*8 > len(s.groups)*groupSlots*7 {
 		x.resize(s, growGroups(len(s.groups)))
 	}
-	if i, ok := s.locate(h, n.path); ok {
+	if i, ok := s.locate(h, p); ok {
 		s.groups[i/groupSlots].nodes[i%groupSlots] = n
 		return
 	}
 	s.count++
 	x.count++
-	for c := x.place(s, n, h); c != nil; c = x.place(s, c, x.hash(c.path)) {
+	for c := x.place(s, n, h); c != nil; c = x.place(s, c, x.hash(c.path())) {
 		// c was carried out of the table by a displacement that hit
 		// maxProbe: regrow, then place it.
 		x.resize(s, 2*len(s.groups))
@@ -292,7 +293,7 @@ func (s *indexShard) locate(h uint64, path string) (uint32, bool) {
 		if m&0xff < want&0xff {
 			return i, false
 		}
-		if m == want && g.nodes[i%groupSlots].path == path {
+		if m == want && g.nodes[i%groupSlots].path() == path {
 			return i, true
 		}
 		want++
@@ -311,7 +312,7 @@ retry:
 	for gi := range old {
 		g := &old[gi]
 		for l, n := range g.nodes {
-			if g.dists[l] != 0 && x.place(s, n, x.hash(n.path)) != nil {
+			if g.dists[l] != 0 && x.place(s, n, x.hash(n.path())) != nil {
 				groups *= 2
 				if groups*groupSlots > maxShardSlots(s.count) {
 					// Only more than maxProbe nodes whose hashes agree in
@@ -394,7 +395,7 @@ func (x *nodeIndex) verify() error {
 			m, n := g.meta(i), g.nodes[i%groupSlots]
 			if m == 0 {
 				if n != nil {
-					return fmt.Errorf("shard %d slot %d: empty slot holds %q", si, i, n.path)
+					return fmt.Errorf("shard %d slot %d: empty slot holds %q", si, i, n.path())
 				}
 				continue
 			}
@@ -402,20 +403,20 @@ func (x *nodeIndex) verify() error {
 			if n == nil {
 				return fmt.Errorf("shard %d slot %d: occupied slot holds no node", si, i)
 			}
-			h := x.hash(n.path)
+			h := x.hash(n.path())
 			if int(h>>(64-indexShardBits)) != si {
-				return fmt.Errorf("shard %d slot %d: %q belongs to shard %d", si, i, n.path, h>>(64-indexShardBits))
+				return fmt.Errorf("shard %d slot %d: %q belongs to shard %d", si, i, n.path(), h>>(64-indexShardBits))
 			}
 			dist := (i + slots - home(h, slots)) % slots
 			if want := metaAt0(h) + uint16(dist); m != want || dist >= uint32(maxProbe) {
-				return fmt.Errorf("shard %d slot %d: %q has metadata %#x, want %#x", si, i, n.path, m, want)
+				return fmt.Errorf("shard %d slot %d: %q has metadata %#x, want %#x", si, i, n.path(), m, want)
 			}
 			// Robin Hood order: the previous slot holds a node of
 			// dist >= this one's - 1 (a node of dist 0 may follow
 			// anything).
 			p := (i + slots - 1) % slots
 			if pm := s.groups[p/groupSlots].meta(p); dist > 0 && (pm == 0 || int(pm&0xff-1) < int(dist)-1) {
-				return fmt.Errorf("shard %d slot %d: %q at dist %d after slot metadata %#x", si, i, n.path, dist, pm)
+				return fmt.Errorf("shard %d slot %d: %q at dist %d after slot metadata %#x", si, i, n.path(), dist, pm)
 			}
 		}
 		if count != s.count {

@@ -40,7 +40,7 @@ func newIndexModel(t testing.TB) *indexModel {
 }
 
 func (m *indexModel) put(path string) {
-	n := &node{path: path}
+	n := tn(path, meta{})
 	m.x.put(n)
 	m.model[path] = n
 }
@@ -72,12 +72,12 @@ func (m *indexModel) check() {
 	}
 	seen := map[string]bool{}
 	for n := range m.x.all() {
-		if seen[n.path] {
-			m.t.Fatalf("all yields %q twice", n.path)
+		if seen[n.path()] {
+			m.t.Fatalf("all yields %q twice", n.path())
 		}
-		seen[n.path] = true
-		if m.model[n.path] != n {
-			m.t.Fatalf("all yields %q, not indexed", n.path)
+		seen[n.path()] = true
+		if m.model[n.path()] != n {
+			m.t.Fatalf("all yields %q, not indexed", n.path())
 		}
 	}
 	if len(seen) != len(m.model) {
@@ -313,7 +313,7 @@ func BenchmarkNodeIndexGrowth(b *testing.B) {
 	const n = 1400000
 	nodes := make([]*node, n)
 	for i := range nodes {
-		nodes[i] = &node{path: fmt.Sprintf("/scale/p%d/n%d", i%10, i)}
+		nodes[i] = tn(fmt.Sprintf("/scale/p%d/n%d", i%10, i), meta{})
 	}
 	var x nodeIndex
 	var longestGrowth, longest time.Duration
@@ -326,7 +326,7 @@ func BenchmarkNodeIndexGrowth(b *testing.B) {
 	x = nodeIndex{}
 	x.put(nodes[0])
 	for _, nd := range nodes[1:] {
-		s := x.shard(x.hash(nd.path))
+		s := x.shard(x.hash(nd.path()))
 		groups, count := len(s.groups), s.count
 		start := time.Now()
 		x.put(nd)

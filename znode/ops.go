@@ -64,12 +64,11 @@ func (t *Tree) create(ctx *TxnContext, op int32, path string, data []byte, acl [
 		return "", jute.Stat{}, ev, jute.ErrNoChildrenForEphemerals
 	}
 
-	n := &node{path: path, meta: meta{
-		data: string(data), hasData: data != nil,
+	n := newNode(path, data, meta{
 		acl:   t.findACL(stored),
 		czxid: ctx.Zxid, mzxid: ctx.Zxid, pzxid: ctx.Zxid,
 		ctime: ctx.Time, mtime: ctx.Time,
-	}}
+	})
 	switch {
 	case op == jute.OpCreateContainer:
 		n.kind = kindContainer
@@ -110,7 +109,7 @@ func (t *Tree) delete(ctx *TxnContext, path string, version int32, ev []Event) (
 	if version != -1 && version != n.version {
 		return ev, jute.ErrBadVersion
 	}
-	if len(n.children) > 0 {
+	if n.children.len() > 0 {
 		return ev, jute.ErrNotEmpty
 	}
 	return t.removeNode(ctx, n, parent, ev), 0
@@ -125,8 +124,8 @@ func (t *Tree) removeNode(ctx *TxnContext, n, parent *node, ev []Event) []Event 
 	}
 	t.remove(n, parent)
 	t.flushQuotas()
-	return append(ev, Event{Type: jute.EventNodeDeleted, Path: n.path},
-		Event{Type: jute.EventNodeChildrenChanged, Path: parent.path})
+	return append(ev, Event{Type: jute.EventNodeDeleted, Path: n.path()},
+		Event{Type: jute.EventNodeChildrenChanged, Path: parent.path()})
 }
 
 // setDataOp applies setData: path valid (-8), exists (-101), WRITE (-102),
@@ -223,7 +222,7 @@ func (t *Tree) deleteExpired(ctx *TxnContext, op int32, path string, ev []Event)
 	if n.kind != want {
 		return ev, jute.ErrBadArguments
 	}
-	if len(n.children) > 0 {
+	if n.children.len() > 0 {
 		return ev, jute.ErrNotEmpty
 	}
 	if !expired(n, ctx.Time) {

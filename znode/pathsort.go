@@ -136,7 +136,7 @@ func (s *pathSorter) rekey(lo, hi, d int) {
 		keys := s.keys[b : b+len(nodes)]
 		ps := paths[:len(nodes)]
 		for i, n := range nodes {
-			ps[i] = n.path
+			ps[i] = n.sortPath()
 		}
 		for i, p := range ps {
 			keys[i] = chunkKey(p, d)
@@ -211,7 +211,7 @@ func (s *pathSorter) insertionSort(lo, hi, depth int) {
 func (s *pathSorter) less(i, j, depth int) bool {
 	if s.keys == nil {
 		s.suffixCompares++
-		return s.nodes[i].path[depth:] < s.nodes[j].path[depth:]
+		return s.nodes[i].sortPath()[depth:] < s.nodes[j].sortPath()[depth:]
 	}
 	if ki, kj := s.keys[i], s.keys[j]; ki != kj {
 		return ki < kj
@@ -219,7 +219,7 @@ func (s *pathSorter) less(i, j, depth int) bool {
 		return false // equal paths
 	}
 	s.suffixCompares++
-	return s.nodes[i].path[depth+chunkLen:] < s.nodes[j].path[depth+chunkLen:]
+	return s.nodes[i].sortPath()[depth+chunkLen:] < s.nodes[j].sortPath()[depth+chunkLen:]
 }
 
 // chunkKey returns the key of s's bytes [d, d+chunkLen): those bytes

@@ -15,7 +15,7 @@ func checkSorted(t *testing.T, paths []string) []*node {
 	t.Helper()
 	nodes := make([]*node, len(paths))
 	for i, p := range paths {
-		nodes[i] = &node{path: p}
+		nodes[i] = tn(p, meta{})
 	}
 	want := slices.Clone(paths)
 	slices.Sort(want)
@@ -29,8 +29,8 @@ func checkSorted(t *testing.T, paths []string) []*node {
 			t.Fatalf("node %p at %d not from input (or duplicated)", n, i)
 		}
 		delete(in, n)
-		if n.path != want[i] {
-			t.Fatalf("%d paths: position %d holds %q, want %q", len(paths), i, n.path, want[i])
+		if n.path() != want[i] {
+			t.Fatalf("%d paths: position %d holds %q, want %q", len(paths), i, n.path(), want[i])
 		}
 	}
 	return nodes
@@ -84,7 +84,7 @@ func TestSortByPathDuplicates(t *testing.T) {
 				nodes := make([]*node, len(paths))
 				idx := map[*node]int{}
 				for i, p := range paths {
-					nodes[i] = &node{path: p}
+					nodes[i] = tn(p, meta{})
 					idx[nodes[i]] = i
 				}
 				sortByPath(nodes)
@@ -130,7 +130,7 @@ func TestSortByPathPendingStaysSmall(t *testing.T) {
 		rng.Shuffle(len(paths), func(i, j int) { paths[i], paths[j] = paths[j], paths[i] })
 		nodes := make([]*node, len(paths))
 		for i, p := range paths {
-			nodes[i] = &node{path: p}
+			nodes[i] = tn(p, meta{})
 		}
 		var before, after runtime.MemStats
 		runtime.GC()
@@ -142,7 +142,7 @@ func TestSortByPathPendingStaysSmall(t *testing.T) {
 			t.Errorf("n=%d: sortByPath allocated %.1f bytes a node, want about 8", n, perNode)
 		}
 		for i := 1; i < len(nodes); i++ {
-			if nodes[i-1].path > nodes[i].path {
+			if nodes[i-1].path() > nodes[i].path() {
 				t.Fatalf("n=%d: unsorted at %d", n, i)
 			}
 		}
@@ -168,13 +168,13 @@ func TestSortByPathSmallRunsCompareKeys(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/%d", shape.name, n), func(t *testing.T) {
 				nodes := make([]*node, n)
 				for i := range nodes {
-					nodes[i] = &node{path: shape.path(i)}
+					nodes[i] = tn(shape.path(i), meta{})
 				}
 				rand.New(rand.NewSource(1)).Shuffle(n, func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
 				got := sortPaths(nodes)
 				for i := 1; i < n; i++ {
-					if nodes[i-1].path >= nodes[i].path {
-						t.Fatalf("unsorted at %d: %q, %q", i, nodes[i-1].path, nodes[i].path)
+					if nodes[i-1].path() >= nodes[i].path() {
+						t.Fatalf("unsorted at %d: %q, %q", i, nodes[i-1].path(), nodes[i].path())
 					}
 				}
 				if got > n/10 {

@@ -18,7 +18,7 @@ import (
 // cmpSortByPath is the order writeSnapshot used before sortByPath, kept as
 // the oracle: a comparison sort by strings.Compare.
 func cmpSortByPath(nodes []*node) {
-	slices.SortFunc(nodes, func(a, b *node) int { return strings.Compare(a.path, b.path) })
+	slices.SortFunc(nodes, func(a, b *node) int { return strings.Compare(a.path(), b.path()) })
 }
 
 // requireSortedLikeOracle sorts nodes made of paths with sortByPath and
@@ -27,14 +27,14 @@ func requireSortedLikeOracle(t testing.TB, paths []string) {
 	t.Helper()
 	nodes := make([]*node, len(paths))
 	for i, p := range paths {
-		nodes[i] = &node{path: p}
+		nodes[i] = tn(p, meta{})
 	}
 	want := slices.Clone(nodes)
 	cmpSortByPath(want)
 	sortByPath(nodes)
 	for i := range nodes {
 		if nodes[i] != want[i] {
-			t.Fatalf("%d paths: position %d holds %q, want %q", len(paths), i, nodes[i].path, want[i].path)
+			t.Fatalf("%d paths: position %d holds %q, want %q", len(paths), i, nodes[i].path(), want[i].path())
 		}
 	}
 }
@@ -182,7 +182,7 @@ func oldOrderSnapshot(nodes []*node) []byte {
 	cmpSortByPath(nodes)
 	b := binary.BigEndian.AppendUint64([]byte(snapMagic), uint64(len(nodes)))
 	for _, n := range nodes {
-		b = appendNode(b, n.path, &n.meta)
+		b = appendNode(b, &n.meta)
 	}
 	return binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
 }
@@ -250,7 +250,7 @@ func BenchmarkSortByPath1M(b *testing.B) {
 	rng := rand.New(rand.NewSource(1))
 	nodes := make([]*node, 1_000_000)
 	for i := range nodes {
-		nodes[i] = &node{path: fmt.Sprintf("/scale/p%d/n%d", i%10, i)}
+		nodes[i] = tn(fmt.Sprintf("/scale/p%d/n%d", i%10, i), meta{})
 	}
 	rng.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
 	work := make([]*node, len(nodes))

@@ -110,8 +110,8 @@ func (t *Tree) charge(path string, count, bytes int64) {
 
 // quotaInserted updates the quota index for n, just linked into the tree.
 func (t *Tree) quotaInserted(n *node) {
-	t.charge(n.path, 1, int64(len(n.data)))
-	p, limits, ok := quotaNodeOf(n.path)
+	t.charge(n.path(), 1, int64(n.dlen))
+	p, limits, ok := quotaNodeOf(n.path())
 	switch {
 	case !ok:
 	case limits:
@@ -121,7 +121,7 @@ func (t *Tree) quotaInserted(n *node) {
 			t.quotas[e].bytes -= u.bytes
 			t.quotaDirty = append(t.quotaDirty, e)
 		}
-		t.quotas[p] = &u
+		t.quotas[strings.Clone(p)] = &u // p is a view of n.pd (meta.pd)
 		t.quotaDirty = append(t.quotaDirty, p)
 	case t.quotas[p] != nil: // a new stats node: fill it in
 		t.quotaDirty = append(t.quotaDirty, p)
@@ -130,8 +130,8 @@ func (t *Tree) quotaInserted(n *node) {
 
 // quotaRemoved updates the quota index for n, just unlinked from the tree.
 func (t *Tree) quotaRemoved(n *node) {
-	t.charge(n.path, -1, -int64(len(n.data)))
-	p, limits, ok := quotaNodeOf(n.path)
+	t.charge(n.path(), -1, -int64(n.dlen))
+	p, limits, ok := quotaNodeOf(n.path())
 	if !ok || !limits {
 		return
 	}
@@ -157,11 +157,10 @@ func (t *Tree) recount(p string) usage {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		u.count++
-		u.bytes += int64(len(n.data))
-		for c := range n.children { // order does not matter: sums only
-			cp := childPath(n.path, c)
-			if t.quotas[cp] == nil {
-				stack = append(stack, t.nodes.get(cp))
+		u.bytes += int64(n.dlen)
+		for c := range n.children.all() { // order does not matter: sums only
+			if t.quotas[c.path()] == nil {
+				stack = append(stack, c)
 			}
 		}
 	}
@@ -189,7 +188,7 @@ func (t *Tree) flushQuotas() {
 		if u == nil || s == nil {
 			continue
 		}
-		if data := u.render(); s.data != string(data) {
+		if data := u.render(); s.data() != string(data) {
 			t.save(s)
 			t.setData(s, data)
 		}
@@ -220,7 +219,7 @@ func (t *Tree) checkQuotas(paths []string) string {
 	for _, p := range paths {
 		if q := longestQuotaPrefix(want, p); q != "" {
 			want[q].count++
-			want[q].bytes += int64(len(t.nodes.get(p).data))
+			want[q].bytes += int64(t.nodes.get(p).dlen)
 		}
 	}
 	if len(t.quotaDirty) != 0 {
@@ -240,8 +239,8 @@ func (t *Tree) checkQuotas(paths []string) string {
 			return "quota " + strconv.Quote(q) + " charged " + string(got.render()) +
 				", recount " + string(want[q].render())
 		}
-		if s := t.nodes.get(statsPathOf(q)); s != nil && s.data != string(got.render()) {
-			return "stats of quota " + strconv.Quote(q) + " hold " + strconv.Quote(s.data) +
+		if s := t.nodes.get(statsPathOf(q)); s != nil && s.data() != string(got.render()) {
+			return "stats of quota " + strconv.Quote(q) + " hold " + strconv.Quote(s.data()) +
 				", recount " + string(got.render())
 		}
 	}

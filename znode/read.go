@@ -50,9 +50,9 @@ func (t *Tree) AppendChildren(dst []string, path string) (children []string, sta
 	if n == nil {
 		return nil, jute.Stat{}, false
 	}
-	children = slices.Grow(dst, len(n.children))
-	for c := range n.children {
-		children = append(children, c)
+	children = slices.Grow(dst, n.children.len())
+	for c := range n.children.all() {
+		children = append(children, c.name())
 	}
 	slices.Sort(children[len(dst):])
 	return children, n.stat(), true
@@ -74,7 +74,7 @@ func (t *Tree) CountDescendants(path string) (int32, bool) {
 	if n == nil {
 		return 0, false
 	}
-	if n.path == rootPath {
+	if n.path() == rootPath {
 		return int32(t.nodes.len() - 1), true
 	}
 	var count int32
@@ -82,22 +82,14 @@ func (t *Tree) CountDescendants(path string) (int32, bool) {
 	for len(stack) > 0 {
 		cur := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for c := range cur.children {
+		for child := range cur.children.all() {
 			count++
-			if child := t.nodes.get(childPath(cur.path, c)); child != nil && len(child.children) > 0 {
+			if child.children.len() > 0 {
 				stack = append(stack, child)
 			}
 		}
 	}
 	return count, true
-}
-
-// childPath joins a parent path and a child name.
-func childPath(parent, name string) string {
-	if parent == rootPath {
-		return rootPath + name
-	}
-	return parent + "/" + name
 }
 
 // Ephemerals returns, sorted, the paths of session's ephemerals that start

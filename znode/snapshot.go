@@ -68,13 +68,13 @@ func writeSnapshot(w io.Writer, nodes []*node, frozen *freezeState) error {
 			if err := frozen.metasOf(batch, metas); err != nil {
 				return err
 			}
-			touched ^= touchData(batch, metas)
+			touched ^= touchData(metas[:len(batch)])
 		}
 		for i, n := range batch {
 			if frozen != nil {
-				buf = appendNode(buf, n.path, &metas[i])
+				buf = appendNode(buf, &metas[i])
 			} else {
-				buf = appendNode(buf, n.path, &n.meta)
+				buf = appendNode(buf, &n.meta)
 			}
 			if len(buf) >= 32<<10 {
 				crc.Write(buf)
@@ -97,21 +97,20 @@ func writeSnapshot(w io.Writer, nodes []*node, frozen *freezeState) error {
 	return nil
 }
 
-// touchData reads the first byte of each node's path and the first and
-// last of its data, and returns their XOR (for runtime.KeepAlive, so that
+// touchData reads the first byte of each node's path and the last of its
+// data (one allocation, meta.pd), and returns their XOR (for runtime.KeepAlive, so that
 // the loads stay). A loop that does nothing else has the cache misses of
 // many nodes in flight at once, where appendNode, doing much more per
 // node, would wait for them nearly one by one. BenchmarkSnapshotJob1M, on
 // a shared machine: 15 to 20% less CPU on the create workloads' shape
 // (128-byte data), no change measured on the scale shape (100 bytes).
-func touchData(nodes []*node, metas []meta) byte {
+func touchData(metas []meta) byte {
 	var x byte
-	for i, n := range nodes {
-		if len(n.path) > 0 {
-			x ^= n.path[0]
-		}
-		if d := metas[i].data; len(d) > 0 {
-			x ^= d[0] ^ d[len(d)-1]
+	for i := range metas {
+		m := &metas[i]
+		if n := m.plen + m.dlen; n > 0 {
+			pd := unsafe.Slice(m.pd, n)
+			x ^= pd[0] ^ pd[n-1]
 		}
 	}
 	return x
@@ -122,8 +121,8 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func appendNode(b []byte, path string, n *meta) []byte {
-	b = appendString(b, path)
+func appendNode(b []byte, n *meta) []byte {
+	b = appendString(b, n.path())
 	b = append(b, byte(n.kind))
 	// ext is the owner unless the node is a TTL node: a Check-clean tree
 	// encodes 0 for the other, and a test's corrupt one (ext on a
@@ -141,17 +140,17 @@ func appendNode(b []byte, path string, n *meta) []byte {
 	if !n.hasData {
 		b = binary.BigEndian.AppendUint32(b, 0xffffffff)
 	} else {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(n.data)))
-		b = append(b, n.data...)
+		b = binary.BigEndian.AppendUint32(b, n.dlen)
+		b = append(b, n.data()...)
 	}
 	acl := n.acl.list()
 	b = binary.BigEndian.AppendUint32(b, uint32(len(acl)))
 	return appendACLKey(b, acl)
 }
 
-// encodedSize is len(appendNode(nil, path, n)).
-func encodedSize(path string, n *meta) int {
-	return fixedNodeBytes + len(path) + len(n.data) + n.acl.encodedLen()
+// encodedSize is len(appendNode(nil, n)).
+func encodedSize(n *meta) int {
+	return fixedNodeBytes + int(n.plen) + int(n.dlen) + n.acl.encodedLen()
 }
 
 // fixedNodeBytes is what appendNode writes for a node besides its path's,
@@ -256,6 +255,17 @@ func (s *snapReader) bytes(n uint32) []byte {
 		remaining -= k
 	}
 	return out
+}
+
+// view reads n bytes: a view of the input when it is in memory
+// (ReadSnapshotBytes), else a new buffer.
+func (s *snapReader) view(n uint32) []byte {
+	if s.data != nil && s.err == nil && int64(n) <= int64(len(s.data)-s.off) {
+		b := s.data[s.off : s.off+int(n)]
+		s.off += int(n)
+		return b
+	}
+	return s.bytes(n)
 }
 
 // scratchStr reads a string into the scratch buffer, valid until the next
@@ -376,7 +386,10 @@ func readSnapshot(s *snapReader, opts Options, left int) (*Tree, error) {
 
 // readNode reads the i-th node and links it into t.
 func readNode(s *snapReader, t *Tree, i uint64) {
-	n := &node{path: string(s.scratchStr())}
+	n := &node{}
+	// A view, valid until the next scratchStr: pd is made before the
+	// ACL's strings are read.
+	path := s.scratchStr()
 	k := s.u8()
 	var ints [7]int64
 	for j := range ints {
@@ -385,12 +398,16 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 	owner, ttl := ints[0], ints[1]
 	n.czxid, n.mzxid, n.ctime, n.mtime, n.pzxid = ints[2], ints[3], ints[4], ints[5], ints[6]
 	n.version, n.aversion, n.creates = int32(s.u32()), int32(s.u32()), int32(s.u32())
+	var data []byte
+	hasData := false
 	if l := s.u32(); l != 0xffffffff {
-		// The slice is the node's alone: it becomes the data string
-		// without a copy.
-		b := s.bytes(l)
-		n.data, n.hasData = unsafe.String(unsafe.SliceData(b), len(b)), true
+		data, hasData = s.view(l), true
 	}
+	if s.err != nil {
+		return
+	}
+	n.initPathData(unsafe.String(unsafe.SliceData(path), len(path)), data)
+	n.hasData = hasData
 	nacl := s.u32()
 	acl := s.acl[:0]
 	for j := uint32(0); j < nacl && s.err == nil; j++ {
@@ -418,43 +435,44 @@ func readNode(s *snapReader, t *Tree, i uint64) {
 	n.ext = owner + ttl // at most one is not 0 once the checks pass
 	switch {
 	case k >= uint8(kindCount):
-		s.corrupt("node %q: kind %d", n.path, k)
+		s.corrupt("node %q: kind %d", n.path(), k)
 	case (n.kind == kindEphemeral) != (owner != 0):
-		s.corrupt("node %q: kind %d with owner %#x", n.path, k, owner)
+		s.corrupt("node %q: kind %d with owner %#x", n.path(), k, owner)
 	case (n.kind == kindTTL) != (ttl != 0), ttl < 0 || ttl > maxTTL:
-		s.corrupt("node %q: kind %d with ttl %d", n.path, k, ttl)
-	case !s.inOrder(n.path, i) && t.nodes.get(n.path) != nil:
-		s.corrupt("node %q twice", n.path)
-	case i == 0 && n.path != rootPath:
-		s.corrupt("first node %q is not the root", n.path)
+		s.corrupt("node %q: kind %d with ttl %d", n.path(), k, ttl)
+	case !s.inOrder(n.path(), i) && t.nodes.get(n.path()) != nil:
+		s.corrupt("node %q twice", n.path())
+	case i == 0 && n.path() != rootPath:
+		s.corrupt("first node %q is not the root", n.path())
 	}
 	if s.err != nil || i == 0 {
 		if s.err == nil { // the root
 			t.nodes.put(n)
 			n.acl = t.acquire(n.acl)
-			t.dataSize += int64(len(n.path) + len(n.data))
+			t.dataSize += int64(n.plen + n.dlen)
 			if n.kind != kindPersistent {
 				s.corrupt("root of kind %d", n.kind)
 			}
 		}
 		return
 	}
-	if err := ValidatePath(n.path); err != nil {
+	np := n.path()
+	if err := ValidatePath(np); err != nil {
 		s.corrupt("%v", err)
 		return
 	}
 	var parent *node
-	if pp := parentOf(n.path, lastSlash(n.path)); s.lastParent != nil && s.lastParent.path == pp {
+	if pp := parentOf(np, lastSlash(np)); s.lastParent != nil && s.lastParent.path() == pp {
 		parent = s.lastParent
 	} else {
 		parent = t.nodes.get(pp)
 	}
 	if parent == nil {
-		s.corrupt("node %q before its parent", n.path)
+		s.corrupt("node %q before its parent", np)
 		return
 	}
 	if parent.kind == kindEphemeral {
-		s.corrupt("node %q under an ephemeral", n.path)
+		s.corrupt("node %q under an ephemeral", np)
 		return
 	}
 	s.lastParent = parent

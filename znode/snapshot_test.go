@@ -133,11 +133,18 @@ func requireSameTree(t *testing.T, want, got *Tree) {
 	require.Equal(t, want.ApproximateDataSize(), got.ApproximateDataSize())
 	require.Equal(t, want.EphemeralOwners(), got.EphemeralOwners())
 	for n := range want.nodes.all() {
-		p := n.path
+		p := n.path()
 		g := got.nodes.get(p)
 		require.NotNil(t, g, p)
-		require.Equal(t, n.meta, g.meta, p)
-		require.Equal(t, n.children, g.children, p)
+		// pd is compared by content (path and data), the children by
+		// their names (childSet's slot order follows addresses).
+		require.Equal(t, n.data(), g.data(), p)
+		wm, gm := n.meta, g.meta
+		wm.pd, gm.pd = nil, nil
+		require.Equal(t, wm, gm, p)
+		wantChildren, _, _ := want.GetChildren(p)
+		gotChildren, _, _ := got.GetChildren(p)
+		require.Equal(t, wantChildren, gotChildren, p)
 	}
 	for _, now := range []int64{0, 1 << 40} {
 		wc, wt := want.ExpiryCandidates(now)
@@ -239,33 +246,33 @@ func TestSnapshotStructureChecks(t *testing.T) {
 		b := append([]byte(nil), snapMagic...)
 		b = append(b, 0, 0, 0, 0, 0, 0, 0, byte(len(nodes)))
 		for _, n := range nodes {
-			b = appendNode(b, n.path, &n.meta)
+			b = appendNode(b, &n.meta)
 		}
 		crc := crcOf(b)
 		return append(b, byte(crc>>24), byte(crc>>16), byte(crc>>8), byte(crc))
 	}
-	root := func() *node { return &node{path: "/", meta: meta{acl: &aclList{entries: open}}} }
+	root := func() *node { return tn("/", meta{acl: &aclList{entries: open}}) }
 	for _, tt := range []struct {
 		name  string
 		nodes []*node
 	}{
 		{"empty", nil},
-		{"no root first", []*node{{path: "/a"}, root()}},
-		{"orphan", []*node{root(), {path: "/a/b"}}},
-		{"duplicate", []*node{root(), {path: "/a"}, {path: "/a"}}},
-		{"duplicate after a step back", []*node{root(), {path: "/b"}, {path: "/a"}, {path: "/b"}}},
-		{"duplicate root", []*node{root(), {path: "/a"}, root()}},
-		{"out of order, then a bad counter", []*node{root(), {path: "/b"}, {path: "/a", meta: meta{czxid: 5}}}},
-		{"bad path", []*node{root(), {path: "/a/"}}},
-		{"bad kind", []*node{root(), {path: "/a", meta: meta{kind: 9}}}},
-		{"ephemeral without owner", []*node{root(), {path: "/a", meta: meta{kind: kindEphemeral}}}},
-		{"owner on persistent", []*node{root(), {path: "/a", meta: meta{ext: 5}}}},
-		{"ttl without ttl", []*node{root(), {path: "/a", meta: meta{kind: kindTTL}}}},
-		{"ttl too big", []*node{root(), {path: "/a", meta: meta{kind: kindTTL, ext: 1 << 40}}}},
-		{"child of ephemeral", []*node{root(), {path: "/a", meta: meta{kind: kindEphemeral, ext: 1}}, {path: "/a/b"}}},
-		{"pzxid below child czxid", []*node{root(), {path: "/a", meta: meta{czxid: 5, creates: 1}}}},
-		{"counter below children", []*node{root(), {path: "/a"}}},
-		{"ephemeral root", []*node{{path: "/", meta: meta{kind: kindEphemeral, ext: 1}}}},
+		{"no root first", []*node{tn("/a", meta{}), root()}},
+		{"orphan", []*node{root(), tn("/a/b", meta{})}},
+		{"duplicate", []*node{root(), tn("/a", meta{}), tn("/a", meta{})}},
+		{"duplicate after a step back", []*node{root(), tn("/b", meta{}), tn("/a", meta{}), tn("/b", meta{})}},
+		{"duplicate root", []*node{root(), tn("/a", meta{}), root()}},
+		{"out of order, then a bad counter", []*node{root(), tn("/b", meta{}), tn("/a", meta{czxid: 5})}},
+		{"bad path", []*node{root(), tn("/a/", meta{})}},
+		{"bad kind", []*node{root(), tn("/a", meta{kind: 9})}},
+		{"ephemeral without owner", []*node{root(), tn("/a", meta{kind: kindEphemeral})}},
+		{"owner on persistent", []*node{root(), tn("/a", meta{ext: 5})}},
+		{"ttl without ttl", []*node{root(), tn("/a", meta{kind: kindTTL})}},
+		{"ttl too big", []*node{root(), tn("/a", meta{kind: kindTTL, ext: 1 << 40})}},
+		{"child of ephemeral", []*node{root(), tn("/a", meta{kind: kindEphemeral, ext: 1}), tn("/a/b", meta{})}},
+		{"pzxid below child czxid", []*node{root(), tn("/a", meta{czxid: 5, creates: 1})}},
+		{"counter below children", []*node{root(), tn("/a", meta{})}},
+		{"ephemeral root", []*node{tn("/", meta{kind: kindEphemeral, ext: 1})}},
 	} {
 		_, err := ReadSnapshot(bytes.NewReader(build(tt.nodes...)), Options{})
 		require.Error(t, err, tt.name)
@@ -273,8 +280,8 @@ func TestSnapshotStructureChecks(t *testing.T) {
 	}
 	// Out of path order (no writer makes one, but the format allows it)
 	// reads too, parents first.
-	got, err := ReadSnapshot(bytes.NewReader(build(&node{path: "/", meta: meta{acl: &aclList{entries: open}, creates: 2}},
-		&node{path: "/b", meta: meta{acl: &aclList{entries: open}, creates: 1}}, &node{path: "/a"}, &node{path: "/b/c"})), Options{})
+	got, err := ReadSnapshot(bytes.NewReader(build(tn("/", meta{acl: &aclList{entries: open}, creates: 2}),
+		tn("/b", meta{acl: &aclList{entries: open}, creates: 1}), tn("/a", meta{}), tn("/b/c", meta{}))), Options{})
 	require.NoError(t, err)
 	require.Equal(t, 4, got.NodeCount())
 	// The minimal valid snapshot: just the root.

@@ -1,6 +1,7 @@
 package znode
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/zkraft/zkraft/jute"
@@ -87,16 +88,17 @@ type Tree struct {
 // and aversion -1; /zookeeper shows cversion -2 (C = 0, two children).
 func New(opts Options) *Tree {
 	t := newEmpty(opts)
-	root := &node{path: rootPath, meta: meta{hasData: true, acl: t.acquire(t.open)}}
+	root := newNode(rootPath, []byte{}, meta{acl: t.acquire(t.open)})
 	t.nodes.put(root)
 	t.dataSize += int64(len(rootPath))
 	for _, n := range []*node{
-		{path: procPath, meta: meta{hasData: true, acl: t.open}},
-		{path: quotaPath, meta: meta{hasData: true, acl: t.open}},
-		{path: configPath, meta: meta{hasData: true, aversion: -1,
-			acl: t.findACL([]jute.ACL{{Perms: jute.PermRead, ID: jute.Id{Scheme: schemeWorld, ID: idAnyone}}})}},
+		newNode(procPath, []byte{}, meta{acl: t.open}),
+		newNode(quotaPath, []byte{}, meta{acl: t.open}),
+		newNode(configPath, []byte{}, meta{aversion: -1,
+			acl: t.findACL([]jute.ACL{{Perms: jute.PermRead, ID: jute.Id{Scheme: schemeWorld, ID: idAnyone}}})}),
 	} {
-		t.insert(n, t.nodes.get(parentOf(n.path, lastSlash(n.path))))
+		p := n.path()
+		t.insert(n, t.nodes.get(parentOf(p, lastSlash(p))))
 	}
 	return t
 }
@@ -134,9 +136,12 @@ func (t *Tree) insert(n, parent *node) {
 		n.acl = a
 	}
 	if parent.children == nil {
-		parent.children = make(map[string]struct{})
+		parent.children = &childSet{}
 	}
-	parent.children[n.name()] = struct{}{}
+	parent.children.add(n)
+	// The indexes keep a copy of the path: n.path() is a view of n.pd,
+	// which a later setData replaces, and a key holding it would keep the
+	// old data alive.
 	switch n.kind {
 	case kindEphemeral:
 		s := t.ephemerals[n.ext]
@@ -150,7 +155,7 @@ func (t *Tree) insert(n, parent *node) {
 			}
 			t.ephemerals[n.ext] = s
 		}
-		s[n.path] = struct{}{}
+		s[strings.Clone(n.path())] = struct{}{}
 		if len(s) == smallEphemeralSet+1 {
 			if t.largeEphemeralSets == nil {
 				t.largeEphemeralSets = make(map[int64]struct{})
@@ -158,11 +163,11 @@ func (t *Tree) insert(n, parent *node) {
 			t.largeEphemeralSets[n.ext] = struct{}{}
 		}
 	case kindContainer:
-		t.containers[n.path] = struct{}{}
+		t.containers[strings.Clone(n.path())] = struct{}{}
 	case kindTTL:
-		t.ttls[n.path] = struct{}{}
+		t.ttls[strings.Clone(n.path())] = struct{}{}
 	}
-	t.dataSize += int64(len(n.path) + len(n.data))
+	t.dataSize += int64(n.plen + n.dlen)
 	t.quotaInserted(n)
 	if t.recording {
 		t.undo = append(t.undo, undoRec{op: undoInsert, n: n, parent: parent})
@@ -171,16 +176,17 @@ func (t *Tree) insert(n, parent *node) {
 
 // remove unlinks the childless node n from parent and the indexes.
 func (t *Tree) remove(n, parent *node) {
-	t.nodes.delete(n.path)
+	path := n.path()
+	t.nodes.delete(path)
 	t.release(n.acl)
-	delete(parent.children, n.name())
-	if len(parent.children) == 0 {
+	parent.children.remove(n)
+	if parent.children.len() == 0 {
 		parent.children = nil
 	}
 	switch n.kind {
 	case kindEphemeral:
 		if s := t.ephemerals[n.ext]; s != nil {
-			delete(s, n.path)
+			delete(s, path)
 			if len(s) == 0 {
 				delete(t.ephemerals, n.ext)
 				if _, large := t.largeEphemeralSets[n.ext]; large {
@@ -191,11 +197,11 @@ func (t *Tree) remove(n, parent *node) {
 			}
 		}
 	case kindContainer:
-		delete(t.containers, n.path)
+		delete(t.containers, path)
 	case kindTTL:
-		delete(t.ttls, n.path)
+		delete(t.ttls, path)
 	}
-	t.dataSize -= int64(len(n.path) + len(n.data))
+	t.dataSize -= int64(n.plen + n.dlen)
 	t.quotaRemoved(n)
 	if t.recording {
 		t.undo = append(t.undo, undoRec{op: undoRemove, n: n, parent: parent})
@@ -228,8 +234,10 @@ func (t *Tree) save(n *node) {
 // setData replaces n's data with a copy of data (nil stays nil), keeping
 // dataSize and quota usage current. The caller saved n.
 func (t *Tree) setData(n *node, data []byte) {
-	delta := int64(len(data) - len(n.data))
+	delta := int64(len(data)) - int64(n.dlen)
 	t.dataSize += delta
-	t.charge(n.path, 0, delta)
-	n.data, n.hasData = string(data), data != nil
+	path := n.path()
+	t.charge(path, 0, delta)
+	n.setPD(makePD(path, data), uint32(len(data)))
+	n.hasData = data != nil
 }

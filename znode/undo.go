@@ -41,9 +41,9 @@ func (t *Tree) rollback() {
 		case undoRemove:
 			t.insert(u.n, u.parent)
 		case undoMeta:
-			delta := int64(len(u.saved.data) - len(u.n.data))
+			delta := int64(u.saved.dlen) - int64(u.n.dlen)
 			t.dataSize += delta
-			t.charge(u.n.path, 0, delta)
+			t.charge(u.n.path(), 0, delta)
 			// The node is in the tree (it was when its meta was saved,
 			// and the later changes are undone): its ACL counts move.
 			// No multi op changes an ACL today; this keeps the table
@@ -52,7 +52,7 @@ func (t *Tree) rollback() {
 				u.saved.acl = t.acquire(u.saved.acl)
 				t.release(u.n.acl)
 			}
-			u.n.meta = u.saved
+			u.n.restore(&u.saved)
 		}
 	}
 	// The restored metas hold the stats nodes' old data already.

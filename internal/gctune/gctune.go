@@ -2,7 +2,7 @@
 // is its data set (zkraft's znode tree and sessions): the heap may grow to
 // live + max(Floor, live × Fraction) before the next collection, instead of
 // Go's default live × 2 (GOGC=100). Small trees get more headroom than
-// GOGC=100 gives them (fewer collections), large ones less (RSS about 1.5×
+// GOGC=100 gives them (fewer collections), large ones less (RSS about 1.33×
 // live instead of 2×).
 //
 // It uses only the runtime's own knob, debug.SetGCPercent: a goroutine polls
@@ -49,15 +49,20 @@ import (
 // at most Floor bytes of RSS. Measured at 1 M znodes (README, Scale): 1/2
 // cut RSS after the load by about 17% and the peak under writes with
 // snapshots from about 1050 MB to 676 MB, for about +37% CPU per setData;
-// 3/4 cut them by about 8% and to 680–760 MB, for about +13%.
+// 3/4 cut them by about 8% and to 680–760 MB, for about +13%. Since then a
+// write allocates less (1.36 KB instead of 3.5 KB in the server) and a
+// znode holds fewer pointers and objects, so collections cost less: with
+// 1 KB values on a 300–400 MB tree (zkbench, shared machine, two runs
+// each), setData's process CPU per request at 1/3 was within the noise of
+// 1/2's (4.08 against 4.48 CPU-s per 100 k), at 1/4 about +40% (6.25).
 const (
 	// Floor is the least headroom above the live heap: 64 MiB.
 	Floor = 64 << 20
 	// FractionNum / FractionDen is the headroom as a fraction of the live
-	// heap once that is above Floor / Fraction (128 MiB): 1/2, so RSS peaks
-	// near 1.5× live instead of Go's 2×, for up to twice Go's GC CPU on a
-	// large tree under a steady write load.
-	FractionNum, FractionDen = 1, 2
+	// heap once that is above Floor / Fraction (192 MiB): 1/3, so RSS peaks
+	// near 1.33× live instead of Go's 2×, for up to three times Go's GC
+	// CPU on a large tree under a steady write load.
+	FractionNum, FractionDen = 1, 3
 	// MinPercent and MaxPercent bound the percent set: MaxPercent is reached
 	// below Floor*100/MaxPercent (4 MiB) of live heap, where the goal stays
 	// near Floor; MinPercent guards a Fraction edited to near zero.

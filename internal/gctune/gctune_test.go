@@ -27,11 +27,12 @@ func TestPercent(t *testing.T) {
 		{"8 MiB: floor 64 MiB", 8 * mib, 800},
 		{"32 MiB: floor", 32 * mib, 200},
 		{"100 MiB: floor, rounded up", 100 * mib, 64},
-		{"128 MiB: floor and fraction meet", 128 * mib, 50},
-		{"350 MiB: fraction", 350 * mib, 50},
-		{"4 GiB: fraction", 4096 * mib, 50},
+		{"128 MiB: floor", 128 * mib, 50},
+		{"192 MiB: floor and fraction meet", 192 * mib, 34},
+		{"350 MiB: fraction, rounded up", 350 * mib, 34},
+		{"4 GiB: fraction", 4096 * mib, 34},
 		{"floor, odd byte count rounds up", 96*mib + 1, 67},
-		{"fraction, odd byte count", 192*mib + 1, 50},
+		{"fraction, odd byte count", 384*mib + 1, 34},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Percent(tc.live); got != tc.want {
