@@ -94,13 +94,16 @@ func (m *meta) setPD(pd *byte, dlen uint32) {
 }
 
 // restore sets m to s, the meta the same node had earlier (a multi's
-// rollback): field by field, so that pd is written only by setPD.
+// rollback): field by field, so that pd is written only by setPD, and plen,
+// which never changes and which the frozen sort reads without a lock
+// (sortPath), not at all (TestRollbackRacesFrozenSort under -race).
+// TestRestoreCopiesEveryField catches a field added to meta and not here.
 func (m *meta) restore(s *meta) {
 	m.setPD(s.pd, s.dlen)
 	m.acl = s.acl
 	m.czxid, m.mzxid, m.ctime, m.mtime, m.pzxid, m.ext = s.czxid, s.mzxid, s.ctime, s.mtime, s.pzxid, s.ext
 	m.version, m.aversion, m.creates = s.version, s.aversion, s.creates
-	m.plen, m.kind, m.hasData = s.plen, s.kind, s.hasData
+	m.kind, m.hasData = s.kind, s.hasData
 }
 
 // path returns the node's path: a view of pd's memory.
