@@ -145,6 +145,7 @@ func BenchmarkSetDataClients(b *testing.B) {
 // operation of BenchmarkLockPath (three requests: create
 // ephemeral-sequential, getChildren, delete).
 func TestLockPathAllocations(t *testing.T) {
+	skipAllocationBoundsUnderInvariants(t)
 	s := startServer(t, nil)
 	clients := startLockClients(t, s.Addr().String(), 16)
 	runLocks(t, clients, 1600) // raft, the WAL and the connections' scratch warm up

@@ -352,6 +352,7 @@ func TestReattachAfterExpiryDecisionKeepsSession(t *testing.T) {
 // client's share is about 4.5 KiB). It bounds the heap objects per session
 // too (sessionChurnObjects).
 func TestSessionChurnAllocations(t *testing.T) {
+	skipAllocationBoundsUnderInvariants(t)
 	s := startServer(t, nil)
 	churn := func(n int) {
 		for i := 0; i < n; i++ {

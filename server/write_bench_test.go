@@ -68,6 +68,7 @@ func BenchmarkWritePath(b *testing.B) {
 // and closures, and stepped into raft in batches, a write allocated 52
 // times and 3.5 KB (measured: 11 to 13 times and 1.3 to 1.5 KB since).
 func TestWritePathAllocations(t *testing.T) {
+	skipAllocationBoundsUnderInvariants(t)
 	s := startServer(t, nil)
 	c := dialBenchConn(t, s.Addr().String())
 	data := make([]byte, 128)
