@@ -213,24 +213,11 @@ func (d *Decoder) ReadBuffer() []byte {
 // are not checked for UTF-8 validity: Java clients send CESU-8 for
 // characters outside the BMP. The result is a copy of the input, or aliases
 // it when the Decoder borrows strings (BorrowAll).
-func (d *Decoder) ReadString() string {
-	n := d.readLength("string")
-	if n <= 0 {
-		return ""
-	}
-	p := d.next(n, "string")
-	if p == nil {
-		return ""
-	}
-	if d.borrow == BorrowAll {
-		return unsafe.String(&p[0], n)
-	}
-	return string(p)
-}
+func (d *Decoder) ReadString() string { return d.readCommonString(nil) }
 
 // readCommonString is ReadString that returns common's constant, allocating
-// nothing, when common knows the bytes read (an interned string is the same
-// value as a copy).
+// nothing, when common (if not nil) knows the bytes read (an interned string
+// is the same value as a copy).
 func (d *Decoder) readCommonString(common func([]byte) (string, bool)) string {
 	n := d.readLength("string")
 	if n <= 0 {
@@ -243,8 +230,10 @@ func (d *Decoder) readCommonString(common func([]byte) (string, bool)) string {
 	if d.borrow == BorrowAll {
 		return unsafe.String(&p[0], n)
 	}
-	if s, ok := common(p); ok {
-		return s
+	if common != nil {
+		if s, ok := common(p); ok {
+			return s
+		}
 	}
 	return string(p)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zkraft/zkraft/internal/cputime"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -98,9 +99,9 @@ func BenchmarkLockPath(b *testing.B) {
 	runLocks(b, clients, 320) // warm up
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := processCPU(b)
+	cpu := cputime.Process()
 	runLocks(b, clients, b.N)
-	b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // BenchmarkSetDataClients is BenchmarkLockPath's setup with zkbench's
@@ -136,9 +137,9 @@ func BenchmarkSetDataClients(b *testing.B) {
 	run(320)
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu := processCPU(b)
+	cpu := cputime.Process()
 	run(b.N)
-	b.ReportMetric(float64((processCPU(b)-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
+	b.ReportMetric(float64((cputime.Process()-cpu).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // TestLockPathAllocations bounds what the server allocates per lock

@@ -1,10 +1,9 @@
 package server
 
 import (
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/zkraft/zkraft/internal/cputime"
 	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
 )
@@ -21,7 +20,7 @@ func BenchmarkSessionConnectClose(b *testing.B) {
 	addr := s.Addr().String()
 	b.SetParallelism(8) // 16 clients on 2 CPUs, as zkbench
 	b.ReportAllocs()
-	cpu0 := processCPU(b)
+	cpu0 := cputime.Process()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -41,14 +40,5 @@ func BenchmarkSessionConnectClose(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
-}
-
-// processCPU is the CPU time (user and system) the process used so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }

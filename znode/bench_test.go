@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/zkraft/zkraft/internal/cputime"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -255,11 +256,11 @@ func BenchmarkSnapshotJob1M(b *testing.B) {
 			tree := shape.tree()
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := processCPU()
+			cpu := cputime.Process()
 			defer func() {
 				// The process's CPU time (GC included) per op: on a shared
 				// machine, steadier than ns/op.
-				b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64((cputime.Process()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
 			}()
 			for i := 0; i < b.N; i++ {
 				f := tree.Freeze()

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zkraft/zkraft/internal/cputime"
 )
 
 // cmpSortByPath is the order writeSnapshot used before sortByPath, kept as
@@ -264,10 +266,10 @@ func BenchmarkSortByPath1M(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				copy(work, nodes)
-				start := processCPU()
+				start := cputime.Process()
 				b.StartTimer()
 				s.sort(work)
-				cpu += processCPU() - start
+				cpu += cputime.Process() - start
 			}
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
 		})

@@ -5,10 +5,10 @@ import (
 	"net"
 	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/zkraft/zkraft/internal/cputime"
 	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
 )
@@ -259,7 +259,7 @@ func TestWireSessionDeadline(t *testing.T) {
 func BenchmarkWireSession(b *testing.B) {
 	s := zktest.Start(b, zktest.Zkraft, zktest.Options{})
 	b.SetParallelism(8) // 16 clients on 2 CPUs, as zkbench
-	cpu0 := processCPU(b)
+	cpu0 := cputime.Process()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -270,16 +270,7 @@ func BenchmarkWireSession(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	b.ReportMetric(float64((processCPU(b)-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
-}
-
-// processCPU is the CPU time (user and system) the process used so far.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64((cputime.Process()-cpu0).Microseconds())/float64(b.N), "cpu-µs/op")
 }
 
 // TestWireSessionApacheLogsNoWarning: ZooKeeper 3.8 logs a WARN line for
