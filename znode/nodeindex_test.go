@@ -343,13 +343,39 @@ func BenchmarkNodeIndexGrowth(b *testing.B) {
 }
 
 // A shard whose nodes keep colliding beyond maxProbe however far it grows
-// (forced here with maxProbe 1 and 2000 nodes in one shard, which would
-// need millions of slots) stops growing at maxShardSlots with a panic that
-// says so, instead of doubling until memory runs out.
+// stops growing at maxShardSlots with a panic that says so, instead of
+// doubling until memory runs out. Forced here with maxProbe 1 and three
+// paths of one shard whose home slots agree at every size up to the
+// largest a shard of 2000 nodes may take (2^18 slots): the third of them
+// needs distance 2 at any size. They are found under the index's random
+// seed by hashing paths until three share the shard and the top 18 bits
+// of the home hash (about 2 M hashes); random paths alone (the test's first
+// version) fitted at 2^18 slots in a few runs of a hundred.
 func TestNodeIndexCollisionsStopGrowing(t *testing.T) {
 	m := newIndexModel(t)
 	m.put("/k")
-	s := &m.x.shards[0]
+	h0 := m.x.hash("/k")
+	s := m.x.shard(h0)
+	const homeBits = 18 // 2^18 slots <= maxShardSlots(2000) < 2^19
+	require.LessOrEqual(t, 1<<homeBits, maxShardSlots(2000))
+	require.Greater(t, 1<<(homeBits+1), maxShardSlots(2000))
+	byHome := map[uint32][]string{}
+	var colliding []string
+	for i := 0; colliding == nil; i++ {
+		p := fmt.Sprintf("/c/%d", i)
+		h := m.x.hash(p)
+		if m.x.shard(h) != s {
+			continue
+		}
+		key := uint32(h) >> (32 - homeBits)
+		byHome[key] = append(byHome[key], p)
+		if len(byHome[key]) == 3 {
+			colliding = byHome[key]
+		}
+	}
+	for _, p := range colliding {
+		m.put(p)
+	}
 	for i := 0; s.count < 2000; i++ {
 		if p := fmt.Sprintf("/k/%d", i); m.x.shard(m.x.hash(p)) == s {
 			m.put(p)
