@@ -19,7 +19,8 @@
 //     TxnContext the proposer stamped into the replicated entry. Every
 //     observable order (ephemeral deletion, snapshots, digests, expiry
 //     candidates, children lists) is sorted, never map order nor the node
-//     index's slot order (nodeindex.go: seeded per tree).
+//     index's slot order (nodeindex.go: seeded per tree) nor a child set's
+//     (children.go: keyed by node address, so different on every member).
 //   - A failed write changes nothing. A multi is applied op by op against the
 //     state produced by the earlier ops and rolled back entirely (sequence
 //     counters included) through an undo log on the first failure.
