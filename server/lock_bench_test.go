@@ -62,15 +62,21 @@ func (l *lockUser) once(tb testing.TB) {
 // runLocks runs n lock operations spread over clients, each client one
 // operation at a time, as zkbench's lock workload does.
 func runLocks(tb testing.TB, clients []*lockUser, n int) {
+	spread(n, len(clients), func(i int) { clients[i].once(tb) })
+}
+
+// spread runs op n times over clients goroutines, op(i) on goroutine i, each
+// running its share one after another; it returns when all are done.
+func spread(n, clients int, op func(i int)) {
 	var wg sync.WaitGroup
-	for i, l := range clients {
-		k := n / len(clients)
-		if i < n%len(clients) {
+	for i := range clients {
+		k := n / clients
+		if i < n%clients {
 			k++
 		}
 		wg.Go(func() {
 			for range k {
-				l.once(tb)
+				op(i)
 			}
 		})
 	}
@@ -119,20 +125,10 @@ func BenchmarkSetDataClients(b *testing.B) {
 		frames[i] = conns[i].frame(jute.OpSetData, &jute.SetDataRequest{Path: p, Data: data, Version: -1})
 	}
 	run := func(n int) {
-		var wg sync.WaitGroup
-		for i, c := range conns {
-			k := n / len(conns)
-			if i < n%len(conns) {
-				k++
-			}
-			wg.Go(func() {
-				for range k {
-					c.send(b, frames[i])
-					c.recv(b)
-				}
-			})
-		}
-		wg.Wait()
+		spread(n, len(conns), func(i int) {
+			conns[i].send(b, frames[i])
+			conns[i].recv(b)
+		})
 	}
 	run(320)
 	b.ReportAllocs()
