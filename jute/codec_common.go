@@ -151,15 +151,5 @@ func readRecordsInto[T any, P recordPtr[T]](d *Decoder, dst []T, minSize int, wh
 // readRecords reads a vector of records each at least minSize bytes long;
 // count -1 gives nil. what names the vector in errors.
 func readRecords[T any, P recordPtr[T]](d *Decoder, minSize int, what string) []T {
-	n := d.readCount(minSize, what)
-	if n < 0 {
-		return nil
-	}
-	v := make([]T, n)
-	for i := range v {
-		if P(&v[i]).Decode(d) != nil {
-			return nil
-		}
-	}
-	return v
+	return readRecordsInto[T, P](d, nil, minSize, what)
 }

@@ -10,13 +10,10 @@ func (r *CreateRequest) Encode(e *Encoder) {
 	e.WriteInt(r.Flags)
 }
 
-// Decode implements Record.
+// Decode implements Record: DecodeReusing into a new ACL vector.
 func (r *CreateRequest) Decode(d *Decoder) error {
-	r.Path = d.ReadString()
-	r.Data = d.ReadBuffer()
-	r.ACL = readRecords[ACL](d, minACLSize, "vector<ACL>")
-	r.Flags = d.ReadInt()
-	return d.Err()
+	r.ACL = nil
+	return r.DecodeReusing(d)
 }
 
 // DecodeReusing is Decode with the ACL vector decoded into r.ACL's backing
