@@ -16,7 +16,12 @@
 // both. Every workload runs N clients (separate sessions), each sending
 // synchronous requests back to back; in an ensemble client i talks to
 // member i mod 3. Figures are operations per second and latency
-// percentiles of one operation.
+// percentiles of one operation. The nodes a create workload made are
+// deleted after each of its runs (untimed, multis of 500 deletes), so that
+// every run starts from the same tree on both servers; each round's line
+// shows the znode count it started with. (Before, the faster server carried
+// twice as many znodes into every later workload, with the larger
+// snapshots and GC work that come with them.)
 //
 // Workloads:
 //
@@ -124,6 +129,13 @@ type client struct {
 	addr string
 }
 
+// worker is one caller of a run: the client (session) it uses and the
+// persistent nodes it created, which the run deletes once it is over.
+type worker struct {
+	*client
+	created []string
+}
+
 // errStopped ends a client's run while it waits for a lock.
 var errStopped = errors.New("stopped")
 
@@ -132,7 +144,7 @@ type workload struct {
 	target float64 // issue 11's target ratio
 	// op runs one operation; stop closes when the run is over (only
 	// operations that wait need it).
-	op func(cl *client, i int, value []byte, stop <-chan struct{}) error
+	op func(cl *worker, i int, value []byte, stop <-chan struct{}) error
 	// sessions, if set, is how many of the clients run the workload, each
 	// with inflight callers sharing its session, so that inflight requests
 	// are outstanding on each connection at once (go-zookeeper pipelines
@@ -143,29 +155,21 @@ type workload struct {
 var acl = zk.WorldACL(zk.PermAll)
 
 var workloads = []workload{
-	{"create", 1.5, func(cl *client, i int, v []byte, _ <-chan struct{}) error {
-		_, err := cl.conn.Create(fmt.Sprintf("/bench/c%d-%d", cl.id, i), v, 0, acl)
-		if err == zk.ErrNodeExists {
-			return nil
-		}
-		return err
+	{"create", 1.5, func(cl *worker, i int, v []byte, _ <-chan struct{}) error {
+		return cl.create(fmt.Sprintf("/bench/c%d-%d", cl.id, i), v)
 	}, 0, 0},
-	{"create-pipelined", 0, func(cl *client, i int, v []byte, _ <-chan struct{}) error {
-		_, err := cl.conn.Create(fmt.Sprintf("/bench/p%d-%d", cl.id, i), v, 0, acl)
-		if err == zk.ErrNodeExists {
-			return nil
-		}
-		return err
+	{"create-pipelined", 0, func(cl *worker, i int, v []byte, _ <-chan struct{}) error {
+		return cl.create(fmt.Sprintf("/bench/p%d-%d", cl.id, i), v)
 	}, 4, 32},
-	{"setData", 1.5, func(cl *client, _ int, v []byte, _ <-chan struct{}) error {
+	{"setData", 1.5, func(cl *worker, _ int, v []byte, _ <-chan struct{}) error {
 		_, err := cl.conn.Set(fmt.Sprintf("/bench/s%d", cl.id), v, -1)
 		return err
 	}, 0, 0},
-	{"getData", 1.4, func(cl *client, _ int, _ []byte, _ <-chan struct{}) error {
+	{"getData", 1.4, func(cl *worker, _ int, _ []byte, _ <-chan struct{}) error {
 		_, _, err := cl.conn.Get(fmt.Sprintf("/bench/s%d", cl.id))
 		return err
 	}, 0, 0},
-	{"mixed 90% read", 0, func(cl *client, i int, v []byte, _ <-chan struct{}) error {
+	{"mixed 90% read", 0, func(cl *worker, i int, v []byte, _ <-chan struct{}) error {
 		if i%10 == 0 {
 			_, err := cl.conn.Set(fmt.Sprintf("/bench/s%d", cl.id), v, -1)
 			return err
@@ -173,15 +177,28 @@ var workloads = []workload{
 		_, _, err := cl.conn.Get(fmt.Sprintf("/bench/s%d", cl.id))
 		return err
 	}, 0, 0},
-	{"lock", 1.5, func(cl *client, _ int, _ []byte, stop <-chan struct{}) error {
+	{"lock", 1.5, func(cl *worker, _ int, _ []byte, stop <-chan struct{}) error {
 		return lockOnce(cl.conn, fmt.Sprintf("/bench/locks/l%d", cl.id), stop)
 	}, 0, 0},
-	{"lock hand-offs", 1.5, func(cl *client, _ int, _ []byte, stop <-chan struct{}) error {
+	{"lock hand-offs", 1.5, func(cl *worker, _ int, _ []byte, stop <-chan struct{}) error {
 		return lockOnce(cl.conn, "/bench/locks/shared", stop)
 	}, 0, 0},
-	{"session", 1.5, func(cl *client, _ int, _ []byte, _ <-chan struct{}) error {
+	{"session", 1.5, func(cl *worker, _ int, _ []byte, _ <-chan struct{}) error {
 		return sessionOnce(cl.addr)
 	}, 0, 0},
+}
+
+// create creates the persistent node p and remembers it for the run's
+// clean-up.
+func (cl *worker) create(p string, v []byte) error {
+	_, err := cl.conn.Create(p, v, 0, acl)
+	switch err {
+	case nil:
+		cl.created = append(cl.created, p)
+	case zk.ErrNodeExists:
+		err = nil
+	}
+	return err
 }
 
 type nopLogger struct{}
@@ -356,6 +373,7 @@ func main() {
 				if r == 0 && s.profile != "" {
 					prof = startProfile(s.profile, *pprofDir, fmt.Sprintf("%dm-%s", *members, fileName(w.name)), *duration)
 				}
+				znodes := s.znodes()
 				b0, e0 := s.raftBatches()
 				c0 := s.counters()
 				res, err := run(s, w, *duration, value)
@@ -375,8 +393,8 @@ func main() {
 				if s.target == zktest.Zkraft {
 					batch += fmt.Sprintf("; snapshots %d", c1.snapshots-c0.snapshots)
 				}
-				fmt.Fprintf(os.Stderr, "%-7s %-15s round %d %9.0f ops/s  p50 %-8v p99 %-8v%s\n",
-					s.target, w.name, r+1, res.rate(), res.pct(50), res.pct(99), batch)
+				fmt.Fprintf(os.Stderr, "%-7s %-15s round %d %9.0f ops/s  p50 %-8v p99 %-8v znodes %d%s\n",
+					s.target, w.name, r+1, res.rate(), res.pct(50), res.pct(99), znodes, batch)
 			}
 		}
 	}
@@ -504,6 +522,16 @@ func (s *server) raftBatches() (batches, entries int64) {
 	return 0, 0
 }
 
+// znodes is the server's znode count (mntr's zk_znode_count, from the
+// first member), -1 if it could not be read.
+func (s *server) znodes() int64 {
+	n, err := strconv.ParseInt(mntr(s.addrs[0])["zk_znode_count"], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
 // zkraftCounters are zkraft's mntr counters summed over every member.
 type zkraftCounters struct{ snapshots int64 }
 
@@ -598,8 +626,10 @@ func run(s *server, w workload, d time.Duration, value []byte) (result, error) {
 	end := start.Add(d)
 	timer := time.AfterFunc(d, func() { close(stop) })
 	defer timer.Stop()
+	workers := make([]*worker, len(lat))
 	for ci := range lat {
-		cl := clients[ci%len(clients)]
+		cl := &worker{client: clients[ci%len(clients)]}
+		workers[ci] = cl
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -626,7 +656,60 @@ func run(s *server, w workload, d time.Duration, value []byte) (result, error) {
 		r.ops += int64(len(l))
 		r.lat = append(r.lat, l...)
 	}
-	return r, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return r, err
+	}
+	var created []string
+	for _, wk := range workers {
+		created = append(created, wk.created...)
+	}
+	if err := deleteNodes(clients, created); err != nil {
+		return r, fmt.Errorf("%s %s: delete the %d nodes it created: %w", s.target, w.name, len(created), err)
+	}
+	return r, nil
+}
+
+// deleteBatch is how many deletes one multi carries when a run's nodes are
+// deleted.
+const deleteBatch = 500
+
+// deleteNodes deletes paths (untimed, after a run) with multis of
+// deleteBatch deletes, one caller per client. Every workload then meets the
+// same tree on both servers: without it the server that created faster
+// would carry more znodes (and larger snapshots, more GC work) into every
+// later workload.
+func deleteNodes(clients []*client, paths []string) error {
+	var batches [][]string
+	for len(paths) > 0 {
+		n := min(deleteBatch, len(paths))
+		batches = append(batches, paths[:n])
+		paths = paths[n:]
+	}
+	var next atomic.Int64
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for ci, cl := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				b := int(next.Add(1)) - 1
+				if b >= len(batches) {
+					return
+				}
+				ops := make([]any, len(batches[b]))
+				for i, p := range batches[b] {
+					ops[i] = &zk.DeleteRequest{Path: p, Version: -1}
+				}
+				if _, err := cl.conn.Multi(ops...); err != nil {
+					errs[ci] = fmt.Errorf("multi of %d deletes from %s: %w", len(ops), batches[b][0], err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // profiler fetches a CPU profile over a run, and heap profiles before and
