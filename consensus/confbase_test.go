@@ -178,8 +178,3 @@ func TestConfChangeBaseOnApply(t *testing.T) {
 		})
 	}
 }
-
-// others returns the members of 1, 2, 3 other than id.
-func others(id uint64) []uint64 {
-	return slices.DeleteFunc([]uint64{1, 2, 3}, func(v uint64) bool { return v == id })
-}

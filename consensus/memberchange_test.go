@@ -253,3 +253,29 @@ func TestCoreMemberChangePlannedAgainstStaleMembership(t *testing.T) {
 	require.ErrorIs(t, second[0], ErrMembershipChanged)
 	require.Empty(t, g.bad)
 }
+
+// TestCoreMemberChangeQueuedBehindAnother plans a change while another runs:
+// it waits behind it, and when it starts the membership is no longer the
+// one it was planned against, so it fails with ErrMembershipChanged
+// instead of removing a second member from what the first left.
+func TestCoreMemberChangeQueuedBehindAnother(t *testing.T) {
+	g := newCoreGroup(t, 3)
+	lead := g.waitLeader(t)
+	o := others(lead)
+	c := g.cores[lead]
+	var first, second []error
+	c.StartMemberChange(nil, []uint64{o[0]}, func(err error) { first = append(first, err) })
+	c.ChangeMembers([]Peer{{ID: lead}, {ID: o[0]}}, func(err error) { second = append(second, err) })
+	for r := 0; r < 40 && len(second) == 0; r++ {
+		g.round(t)
+	}
+	require.Equal(t, []error{nil}, first)
+	require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, o[1]})), slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
+	require.Len(t, second, 1)
+	require.ErrorIs(t, second[0], ErrMembershipChanged)
+}
+
+// others returns the members of 1, 2, 3 other than id.
+func others(id uint64) []uint64 {
+	return slices.DeleteFunc([]uint64{1, 2, 3}, func(v uint64) bool { return v == id })
+}
