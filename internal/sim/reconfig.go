@@ -336,7 +336,10 @@ func (w *world) changeDone(sc *simChange, err error) {
 		})
 		return
 	}
-	cs := m.core.ConfState()
+	var cs *pb.ConfState
+	if m.core != nil {
+		cs = m.core.ConfState()
+	}
 	w.tracef("reconfig: %s failed on member %d (voters %v learners %v): %v", sc.what, m.id, cs.GetVoters(), cs.GetLearners(), err)
 	if !sc.sync {
 		w.rc.dirty = true
