@@ -710,14 +710,20 @@ func (c *Core) applyCommitted(ents []*pb.Entry) error {
 			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
 				return fmt.Errorf("decode conf change at index %d: %w", idx, err)
 			}
-			c.applyConfChange(&cc)
+			if err := c.applyConfChange(idx, &cc); err != nil {
+				c.applied.advance(applied) // fatal, as for an Apply error
+				return err
+			}
 			confChanged = true
 		case pb.EntryConfChangeV2:
 			var cc pb.ConfChangeV2
 			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
 				return fmt.Errorf("decode conf change v2 at index %d: %w", idx, err)
 			}
-			c.applyConfChange(&cc)
+			if err := c.applyConfChange(idx, &cc); err != nil {
+				c.applied.advance(applied) // fatal, as for an Apply error
+				return err
+			}
 			confChanged = true
 		default:
 			return fmt.Errorf("unknown entry type %v at index %d", e.GetType(), idx)
@@ -738,15 +744,37 @@ func (c *Core) applyCommitted(ents []*pb.Entry) error {
 	return nil
 }
 
-// applyConfChange applies cc to raft and tells the transport about peers.
-func (c *Core) applyConfChange(cc pb.ConfChangeI) {
+// applyConfChange applies cc, the conf change at index idx, to raft and
+// tells the transport about peers. A step whose base (confbase.go) is not
+// the conf state applied now is applied as no change: raft's configuration,
+// the transport's peers and the observers stay as they are. The decision
+// reads only the entry and the replicated conf state. A context with a base
+// this build cannot read is an error (fatal, as any unreadable entry).
+func (c *Core) applyConfChange(idx uint64, cc pb.ConfChangeI) error {
+	v2 := cc.AsV2()
+	base, peer, err := parseStepContext(v2.GetContext())
+	if err != nil {
+		return fmt.Errorf("conf change at index %d: %w", idx, err)
+	}
+	if cur := c.confState.Load(); base != nil && !sameConf(base, cur) {
+		if len(cur.GetVotersOutgoing()) == 0 {
+			// Outside a joint configuration (zkraft never enters one)
+			// raft takes the cancelled change as no change; inside one
+			// it must not be called at all.
+			c.rn.ApplyConfChange(cancelled(v2)) // returns cur again
+		}
+		c.lg.Warn().Uint64("index", idx).Str("change", pb.ConfChangesToString(v2.GetChanges())).
+			Uints64("base_voters", base.GetVoters()).Uints64("base_learners", base.GetLearners()).
+			Uints64("voters", cur.GetVoters()).Uints64("learners", cur.GetLearners()).
+			Msg("conf change planned against another membership: applied as no change")
+		return nil
+	}
 	cs := c.rn.ApplyConfChange(cc)
 	c.setConfState(pb.EnsureConfState(cs))
-	v2 := cc.AsV2()
 	pu, _ := c.transport.(PeerUpdater)
 	for _, ch := range v2.GetChanges() {
 		id := ch.GetNodeId()
-		addr, observer := parseContext(v2.GetContext())
+		addr, observer := parseContext(peer)
 		c.noteObserver(ch.GetType(), id, observer)
 		switch ch.GetType() {
 		case pb.ConfChangeAddNode, pb.ConfChangeAddLearnerNode:
@@ -767,6 +795,7 @@ func (c *Core) applyConfChange(cc pb.ConfChangeI) {
 	}
 	c.lg.Info().Str("change", pb.ConfChangesToString(v2.GetChanges())).
 		Uints64("voters", cs.GetVoters()).Msg("applied conf change")
+	return nil
 }
 
 // maybeNotifyLeader calls OnLeaderChange when the leader or this member's

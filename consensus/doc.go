@@ -162,7 +162,14 @@
 // observer (Peer.Observer), which stays a learner (observers.go); each change is
 // proposed only after raft applied the previous one (waiters are woken after
 // Advance); a change that leaves no voter, or fewer than a majority of
-// running voters, is refused (see membership.go). The decisions are the
+// running voters, is refused (see membership.go). Each step carries the
+// conf state it was planned against and is applied only on top of it: on
+// any other conf state every member applies it as no change (the same
+// decision everywhere, from the entry and the replicated conf state only),
+// and the change fails with ErrMembershipChanged, as it does when it finds
+// before a step that another change moved the membership (confbase.go). A
+// conf change without one (older logs, bootstrap, the leader's promotions)
+// applies as it always did. The decisions are the
 // Core's (Core.ChangeMembers and MemberChange in memberchange.go, driven by
 // Tick and HandleReady): Node's methods queue a change to the loop and wait
 // for its outcome, and the deterministic simulator calls the Core directly.

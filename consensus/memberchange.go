@@ -25,10 +25,24 @@ import (
 // was applied here and raft was told (Advance). done is called once, on the
 // core's goroutine, after the Ready that applied the last step was
 // Advanced, or at once for a refusal.
+//
+// A change follows the conf state it expects (base): the one it was planned
+// against (ChangeMembers), or the one applied when it started running
+// (StartMemberChange), moved along by its own steps and by the leader's
+// promotions of the learners it adds. Each step carries base in its
+// context, so apply takes it only on top of base (confbase.go), and before
+// proposing a step (and whenever raft applied something) the change checks
+// that the applied conf state is still base or one of those moves of it;
+// anything else (another change applied meanwhile, or committed before but
+// applied here only now) fails it with ErrMembershipChanged. A rollback
+// (phaseRollback) removes its learners without a base.
 type MemberChange struct {
 	add    []Peer   // sorted by id
 	remove []uint64 // ordered when the removal phase starts
 	done   func(error)
+
+	base *pb.ConfState    // the conf state expected applied here; nil until the change runs
+	step *pb.ConfChangeV2 // the step proposed last, until the change saw it applied
 
 	phase    changePhase
 	i        int      // the current step in add, remove or added
@@ -87,7 +101,9 @@ func PlanMembers(cs *pb.ConfState, target []Peer) (add []Peer, remove []uint64, 
 // ChangeMembers starts a change that makes the voters exactly target
 // (PlanMembers against the conf state raft has applied here). done receives
 // nil once this member applied the last step, or the refusal (ErrLastVoter,
-// ErrNoActiveQuorum, a conflict with the applied membership) or failure.
+// ErrNoActiveQuorum, a conflict with the applied membership,
+// ErrMembershipChanged when the applied conf state moved away from the one
+// planned against, also while it waits behind another change) or failure.
 // Core goroutine.
 func (c *Core) ChangeMembers(target []Peer, done func(error)) *MemberChange {
 	cs := c.appliedConf()
@@ -102,14 +118,23 @@ func (c *Core) ChangeMembers(target []Peer, done func(error)) *MemberChange {
 		c.finishChange(mc, err)
 		return mc
 	}
-	return c.StartMemberChange(add, remove, done)
+	// The plan holds only on top of cs: a change that runs after the
+	// membership moved on fails (ErrMembershipChanged).
+	return c.startChange(add, remove, cs, done)
 }
 
 // StartMemberChange starts a change that adds (as learners, then waits for
 // their promotion) and then removes members. It is queued behind a change
-// that is not finished yet. Core goroutine.
+// that is not finished yet, and its base is the conf state applied when it
+// starts running. Core goroutine.
 func (c *Core) StartMemberChange(add []Peer, remove []uint64, done func(error)) *MemberChange {
-	mc := &MemberChange{add: slices.Clone(add), remove: slices.Clone(remove), done: done}
+	return c.startChange(add, remove, nil, done)
+}
+
+// startChange starts a change planned against base (nil: the conf state
+// applied when it starts running).
+func (c *Core) startChange(add []Peer, remove []uint64, base *pb.ConfState, done func(error)) *MemberChange {
+	mc := &MemberChange{add: slices.Clone(add), remove: slices.Clone(remove), base: base, done: done}
 	slices.SortFunc(mc.add, func(a, b Peer) int { return cmp.Compare(a.ID, b.ID) })
 	// Refuse at once what is certainly wrong, before changing anything.
 	voters := slices.Clone(c.appliedConf().GetVoters())
@@ -226,6 +251,13 @@ func (c *Core) driveChanges() {
 func (c *Core) driveChange(mc *MemberChange) {
 	for !mc.finished {
 		cs := c.appliedConf()
+		if mc.phase != phaseRollback {
+			if err := mc.follow(cs); err != nil {
+				c.lg.Warn().Err(err).Msg("membership change given up: the membership changed under it")
+				c.finishChange(mc, err)
+				return
+			}
+		}
 		switch mc.phase {
 		case phaseAdd:
 			if mc.i == len(mc.add) {
@@ -242,7 +274,7 @@ func (c *Core) driveChange(mc *MemberChange) {
 					mc.added = append(mc.added, p.ID)
 					c.lg.Info().Uint64("member", p.ID).Str("addr", p.Addr).Bool("observer", p.Observer).Msg("member added as learner")
 				}
-				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
+				mc.i, mc.proposed, mc.wait, mc.step = mc.i+1, false, 0, nil
 				continue
 			}
 			typ := pb.ConfChangeAddLearnerNode
@@ -252,7 +284,7 @@ func (c *Core) driveChange(mc *MemberChange) {
 				typ = pb.ConfChangeAddNode
 			}
 			cc := confChange(typ, p.ID, "")
-			cc.Context = peerContext(p)
+			cc.Context = stepContext(mc.base, peerContext(p))
 			if err := c.proposeStep(mc, cs, cc); err != nil {
 				c.finishChange(mc, fmt.Errorf("consensus: add member %d as learner: %w", p.ID, err))
 			}
@@ -272,10 +304,12 @@ func (c *Core) driveChange(mc *MemberChange) {
 			}
 			id := mc.remove[mc.i]
 			if !isMember(cs, id) {
-				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
+				mc.i, mc.proposed, mc.wait, mc.step = mc.i+1, false, 0, nil
 				continue
 			}
-			if err := c.proposeStep(mc, cs, confChange(pb.ConfChangeRemoveNode, id, "")); err != nil {
+			cc := confChange(pb.ConfChangeRemoveNode, id, "")
+			cc.Context = stepContext(mc.base, nil)
+			if err := c.proposeStep(mc, cs, cc); err != nil {
 				c.finishChange(mc, fmt.Errorf("consensus: remove member %d: %w", id, err))
 			}
 			return
@@ -301,7 +335,46 @@ func (c *Core) driveChange(mc *MemberChange) {
 }
 
 func (mc *MemberChange) nextPhase(p changePhase) {
-	mc.phase, mc.i, mc.proposed, mc.wait = p, 0, false, 0
+	mc.phase, mc.i, mc.proposed, mc.wait, mc.step = p, 0, false, 0, nil
+}
+
+// follow checks the conf state cs applied here against mc's base and moves
+// base along what mc expects: its own step (mc.step) applied, then any of
+// the learners it adds (not observers) promoted by the leader (one Ready can
+// apply both). Anything else is another change: ErrMembershipChanged. A
+// change that has not run yet takes cs as its base.
+func (mc *MemberChange) follow(cs *pb.ConfState) error {
+	if mc.base == nil || sameConf(cs, mc.base) {
+		mc.base = cs
+		return nil
+	}
+	if mc.promotes(mc.base, cs) {
+		mc.base = cs
+		return nil
+	}
+	if mc.step != nil && mc.promotes(stepConf(mc.base, mc.step), cs) {
+		mc.base, mc.step = cs, nil
+		return nil
+	}
+	return fmt.Errorf("%w: applied voters %v learners %v, the change expected voters %v learners %v",
+		ErrMembershipChanged, cs.GetVoters(), cs.GetLearners(), mc.base.GetVoters(), mc.base.GetLearners())
+}
+
+// promotes reports whether cs is from with zero or more of the learners mc
+// adds (not observers) promoted to voters.
+func (mc *MemberChange) promotes(from, cs *pb.ConfState) bool {
+	to := from
+	for _, id := range cs.GetVoters() {
+		if slices.Contains(from.GetVoters(), id) {
+			continue
+		}
+		if !slices.Contains(from.GetLearners(), id) ||
+			!slices.ContainsFunc(mc.add, func(p Peer) bool { return p.ID == id && !p.Observer }) {
+			return false
+		}
+		to = stepConf(to, confChange(pb.ConfChangeAddNode, id, ""))
+	}
+	return sameConf(to, cs)
 }
 
 // orderRemovals puts the leader's own removal last: it costs the group its
@@ -335,6 +408,7 @@ func (c *Core) proposeStep(mc *MemberChange, cs *pb.ConfState, cc *pb.ConfChange
 	if c.Lead() == 0 {
 		return nil
 	}
+	mc.step = cc
 	// A dropped proposal (leader shedding load) is proposed again later.
 	if err := c.rn.ProposeConfChange(cc); err != nil && !errors.Is(err, raft.ErrProposalDropped) {
 		return err

@@ -205,3 +205,77 @@ func TestCoreAddMemberIsLearnerFirst(t *testing.T) {
 		})
 	}
 }
+
+// TestCoreMemberChangePlannedAgainstStaleMembership reproduces seed
+// 170378359 of the simulator: member p misses the leader's removal of member
+// a (committed, not applied on p), then plans a change against its applied
+// voters [1 2 3] that keeps a and p. Its step, removing the leader, would
+// land on [lead p] and leave p alone. It must fail with
+// ErrMembershipChanged instead, and the voters stay [lead p] everywhere.
+func TestCoreMemberChangePlannedAgainstStaleMembership(t *testing.T) {
+	g := newCoreGroup(t, 3)
+	lead := g.waitLeader(t)
+	var others []uint64
+	for _, id := range []uint64{1, 2, 3} {
+		if id != lead {
+			others = append(others, id)
+		}
+	}
+	a, p := others[0], others[1]
+	// p stops hearing from the group (it still counts as running on the
+	// leader for an election timeout), and the leader removes a.
+	g.down[p] = true
+	var first []error
+	g.cores[lead].ChangeMembers([]Peer{{ID: lead}, {ID: p}}, func(err error) { first = append(first, err) })
+	for r := 0; r < 8 && len(first) == 0; r++ {
+		g.round(t)
+	}
+	require.Equal(t, []error{nil}, first, "the leader removed member %d", a)
+	require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, p})), slices.Sorted(slices.Values(g.cores[lead].appliedConf().GetVoters())))
+	require.Equal(t, []uint64{1, 2, 3}, slices.Sorted(slices.Values(g.cores[p].appliedConf().GetVoters())),
+		"member %d has not applied the removal", p)
+
+	// p plans against [1 2 3]: keep a and p, that is remove the leader.
+	var second []error
+	g.cores[p].ChangeMembers([]Peer{{ID: a}, {ID: p}}, func(err error) { second = append(second, err) })
+	g.down[p] = false
+	for r := 0; r < 60 && len(second) == 0; r++ {
+		g.round(t)
+	}
+	for r := 0; r < 20; r++ { // anything still in flight is applied
+		g.round(t)
+	}
+	for _, id := range []uint64{lead, p} {
+		require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, p})), slices.Sorted(slices.Values(g.cores[id].appliedConf().GetVoters())),
+			"member %d's voters", id)
+	}
+	require.Len(t, second, 1, "outcome reported once")
+	require.ErrorIs(t, second[0], ErrMembershipChanged)
+	require.Empty(t, g.bad)
+}
+
+// TestCoreMemberChangeQueuedBehindAnother plans a change while another runs:
+// it waits behind it, and when it starts the membership is no longer the
+// one it was planned against, so it fails with ErrMembershipChanged
+// instead of removing a second member from what the first left.
+func TestCoreMemberChangeQueuedBehindAnother(t *testing.T) {
+	g := newCoreGroup(t, 3)
+	lead := g.waitLeader(t)
+	o := others(lead)
+	c := g.cores[lead]
+	var first, second []error
+	c.StartMemberChange(nil, []uint64{o[0]}, func(err error) { first = append(first, err) })
+	c.ChangeMembers([]Peer{{ID: lead}, {ID: o[0]}}, func(err error) { second = append(second, err) })
+	for r := 0; r < 40 && len(second) == 0; r++ {
+		g.round(t)
+	}
+	require.Equal(t, []error{nil}, first)
+	require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, o[1]})), slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
+	require.Len(t, second, 1)
+	require.ErrorIs(t, second[0], ErrMembershipChanged)
+}
+
+// others returns the members of 1, 2, 3 other than id.
+func others(id uint64) []uint64 {
+	return slices.DeleteFunc([]uint64{1, 2, 3}, func(v uint64) bool { return v == id })
+}

@@ -41,9 +41,18 @@ import (
 // was told so (Advance), and re-proposed when it did not take effect within
 // an election timeout (a forwarded proposal can reach a leader that has not
 // applied the previous change yet). Re-proposing is safe because every step
-// is idempotent and the leader refuses a change that would undo an applied
-// one (demoting a voter to learner, promoting a member that is not a
-// learner).
+// is idempotent (a second copy carries the same base, which the first copy
+// changed, so it applies as no change) and the leader refuses a change that
+// would undo an applied one (demoting a voter to learner, promoting a
+// member that is not a learner).
+//
+// Each step carries the conf state it was planned against (its base) and is
+// applied only on top of it; on any other conf state every member applies
+// it as no change (confbase.go). A change also checks, before each step,
+// that the conf state applied here is the one its plan expects, and fails
+// with ErrMembershipChanged if another change moved it: two changes that
+// race never combine into a membership neither asked for. The leader's
+// promotions (rule 2) and a rollback's removals carry no base.
 //
 // A change of the voters is refused if it leaves no voter (ErrLastVoter) or
 // if fewer than a majority of the new voters are known to be running
@@ -64,6 +73,17 @@ var (
 	// voter) before the context ended. The members the call added were
 	// removed again.
 	ErrNotCaughtUp = errors.New("consensus: new member did not catch up")
+	// ErrMembershipChanged is returned for a membership change when the
+	// conf state raft applied here is no longer the one the change expects
+	// (the one it was planned against, moved along by its own steps):
+	// another change was applied meanwhile, or an earlier change (one whose
+	// caller gave up, for example) was committed but applied here only
+	// after this one was planned. A step planned against the old
+	// membership is applied as no change on every member (confbase.go), so
+	// the membership is never moved somewhere other than the target; the
+	// steps applied before stay applied. ZooKeeper's reconfig answers
+	// ReconfigInProgress in this case.
+	ErrMembershipChanged = errors.New("consensus: membership changed while the change ran")
 	// errRefusedChange marks a conf change that would undo an applied one.
 	errRefusedChange = errors.New("consensus: conf change conflicts with the applied membership")
 )
@@ -101,7 +121,10 @@ func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
 // ConfState not in target are removed. Addresses are used for new members
 // only. It returns when this member has applied the last change; on error
 // the changes applied so far stay applied, except that new members that did
-// not catch up are removed again. The decisions are the Core's
+// not catch up are removed again. If the membership changed since target
+// was planned (another change ran, or one committed before was applied here
+// only now) it fails with ErrMembershipChanged and nothing more is changed.
+// The decisions are the Core's
 // (Core.ChangeMembers, MemberChange); this queues the change to the loop
 // and waits for its outcome.
 func (n *Node) ChangeMembers(ctx context.Context, target []Peer) error {

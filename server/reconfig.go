@@ -316,11 +316,19 @@ func ReconfigPeers(target map[uint64]Member) []consensus.Peer { return consensus
 
 // ReconfigErrorCode is the ZooKeeper error a reconfig answers when the
 // membership change failed with err: ErrBadArguments for a change that
-// would leave no voter, ErrNewConfigNoQuorum otherwise (no running majority,
-// new members that did not catch up, a timeout).
+// would leave no voter, ErrReconfigInProgress when the membership moved
+// under the change (consensus.ErrMembershipChanged: another change, such as
+// an earlier reconfig whose client saw it fail, was applied after this one
+// was planned; ZooKeeper 3.8 answers ReconfigInProgress while a config it
+// has seen proposed is not yet the current one), ErrNewConfigNoQuorum
+// otherwise (no running majority, new members that did not catch up, a
+// timeout).
 func ReconfigErrorCode(err error) int32 {
-	if errors.Is(err, consensus.ErrLastVoter) {
+	switch {
+	case errors.Is(err, consensus.ErrLastVoter):
 		return jute.ErrBadArguments
+	case errors.Is(err, consensus.ErrMembershipChanged):
+		return jute.ErrReconfigInProgress
 	}
 	return jute.ErrNewConfigNoQuorum
 }

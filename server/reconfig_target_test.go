@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
 
+	"github.com/zkraft/zkraft/consensus"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -69,6 +72,28 @@ func TestReconfigTarget(t *testing.T) {
 				if mb.ID != id || mb.Host == "" {
 					t.Fatalf("member %d: %+v", id, mb)
 				}
+			}
+		})
+	}
+}
+
+func TestReconfigErrorCode(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		code int32
+	}{
+		{"last voter", fmt.Errorf("consensus: remove member 1: %w", consensus.ErrLastVoter), jute.ErrBadArguments},
+		{"membership changed under the change", fmt.Errorf("%w: applied voters [2 3]", consensus.ErrMembershipChanged),
+			jute.ErrReconfigInProgress},
+		{"no running majority", consensus.ErrNoActiveQuorum, jute.ErrNewConfigNoQuorum},
+		{"not caught up", consensus.ErrNotCaughtUp, jute.ErrNewConfigNoQuorum},
+		{"timeout", context.DeadlineExceeded, jute.ErrNewConfigNoQuorum},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ReconfigErrorCode(tt.err); got != tt.code {
+				t.Fatalf("ReconfigErrorCode(%v) = %d, want %d", tt.err, got, tt.code)
 			}
 		})
 	}

@@ -290,6 +290,9 @@ func (m *member) crash() {
 		m.disk.crashDuring(m.writing.Batch())
 		m.writing, m.idle = nil, nil
 	}
+	if m.core != nil {
+		m.w.noteVoters(m.core.ConfState()) // what it applied counts after it is gone
+	}
 	dropped := m.backlog
 	m.up, m.paused, m.core, m.backlog = false, false, nil, nil
 	for _, a := range dropped {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	pb "go.etcd.io/raft/v3/raftpb"
+
 	"github.com/zkraft/zkraft/consensus"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/server"
@@ -25,13 +27,18 @@ import (
 //
 // Checks (chkMembership): a change completes with exactly its target as the
 // voters of the deciding member; it fails only for a documented reason
-// (ErrNoActiveQuorum, ErrNotCaughtUp after the simulator gave up, or the
-// give-up itself); an addition completes only after the new member ran (it
+// (ErrNoActiveQuorum, ErrNotCaughtUp after the simulator gave up, the
+// give-up itself, or ErrMembershipChanged: the deciding member applied
+// another change, such as an abandoned one committed late, after this one
+// was planned); an addition completes only after the new member ran (it
 // must have caught up to be promoted); a removal that leaves fewer than a majority of the new
 // voters able to run (a voter down for longer than two election timeouts,
 // decided on a leader that heard nothing from it since) is refused with
 // ErrNoActiveQuorum; and at the end every running member that applied the
-// last completed change has its voters.
+// last completed change has its voters. The run's membership is what the
+// members applied, never a change's target: the last completed change's
+// voters as the deciding member applied them, and for the durability check
+// (checks.durable) the smallest voter set any member applied.
 
 // chkMembership names the membership checker.
 const chkMembership = "membership"
@@ -59,6 +66,9 @@ type reconfigState struct {
 	lastIndex  uint64
 	dirty      bool
 	changes    int // changes started
+	// minVoters is the size of the smallest voter set a member applied
+	// (0: none yet, the configured members).
+	minVoters int
 }
 
 // simChange is a membership change in flight.
@@ -80,6 +90,28 @@ func (w *world) notePause(m *member, end time.Duration) {
 		w.rc.pauseEnd = map[int]time.Duration{}
 	}
 	w.rc.pauseEnd[m.idx] = end
+}
+
+// noteVoters records the voters of a conf state a member applied.
+func (w *world) noteVoters(cs *pb.ConfState) {
+	if n := len(cs.GetVoters()); n > 0 && (w.rc.minVoters == 0 || n < w.rc.minVoters) {
+		w.rc.minVoters = n
+	}
+}
+
+// smallestVoters returns the size of the smallest voter set the run went
+// through so far: the configured members, or fewer once a member applied
+// fewer (every member's current conf state counted).
+func (w *world) smallestVoters() int {
+	for _, m := range w.members {
+		if m.core != nil {
+			w.noteVoters(m.core.ConfState())
+		}
+	}
+	if w.rc.minVoters == 0 {
+		return w.cfg.Members
+	}
+	return min(w.rc.minVoters, w.cfg.Members)
 }
 
 // runningLeader returns a leader that is up and running, or nil.
@@ -287,7 +319,9 @@ func (w *world) changeDone(sc *simChange, err error) {
 			w.fail(chkMembership, "%s completed (voters %v) before member %d ever ran: it counts for quorum without the log",
 				sc.what, voters, a.id)
 		}
-		w.rc.lastVoters, w.rc.lastIndex, w.rc.dirty = sc.target, m.core.AppliedIndex(), false
+		// The membership is what the deciding member applied (the target,
+		// or the failure above).
+		w.rc.lastVoters, w.rc.lastIndex, w.rc.dirty = voters, m.core.AppliedIndex(), false
 		// Publish the new membership, as the server's reconfig does
 		// (outside the Core's call).
 		members := map[uint64]server.Member{}
@@ -302,13 +336,21 @@ func (w *world) changeDone(sc *simChange, err error) {
 		})
 		return
 	}
-	w.tracef("reconfig: %s failed on member %d: %v", sc.what, m.id, err)
+	var cs *pb.ConfState
+	if m.core != nil {
+		cs = m.core.ConfState()
+	}
+	w.tracef("reconfig: %s failed on member %d (voters %v learners %v): %v", sc.what, m.id, cs.GetVoters(), cs.GetLearners(), err)
 	if !sc.sync {
 		w.rc.dirty = true
 	}
 	switch {
 	case errors.Is(err, consensus.ErrNoActiveQuorum), errors.Is(err, errGaveUp):
 		// ErrNotCaughtUp wraps errGaveUp.
+	case errors.Is(err, consensus.ErrMembershipChanged):
+		// Another change was applied on the deciding member after this
+		// one was planned (ZooKeeper's ReconfigInProgress): a refusal, a
+		// probe's included. Its steps apply on no other membership.
 	case sc.mustRefuse == "" && errors.Is(err, consensus.ErrStopped):
 	default:
 		w.fail(chkMembership, "%s on member %d failed for an undocumented reason: %v", sc.what, m.id, err)

@@ -56,6 +56,9 @@ func TestRegressionSeeds(t *testing.T) {
 		{532, "an addition given up while its promotion was pending: the promotion committed after the " +
 			"rollback stopped trying, and the simulator took the new member down although it had become a voter " +
 			"(no quorum once another voter was removed)"},
+		{170378359, "a removal abandoned when its member crashed was committed late by the new leader, after a " +
+			"second removal had been planned on that member against the voters it had applied: the second " +
+			"applied on top of the first and left one voter; it must fail with ErrMembershipChanged"},
 	} {
 		for _, f := range Run(Config{Seed: tc.seed, Members: 3, Clients: 3, Duration: 30 * time.Second}) {
 			t.Errorf("seed %d (%s): %s", tc.seed, tc.what, f)
