@@ -254,7 +254,8 @@ func (w *world) startChange(on *member, what string, r *jute.ReconfigRequest, ad
 	for _, m := range w.members {
 		known[m.id] = simMember(m.id)
 	}
-	target, code, _ := server.ReconfigTarget(r, voters, on.core.ConfState().GetLearners(), current, known)
+	planned := on.core.ConfState()
+	target, code, _ := server.ReconfigTarget(r, voters, planned.GetLearners(), current, known)
 	if code != 0 {
 		w.fail(chkMembership, "%s: the server's reconfig target refused it with code %d (voters %v)", what, code, voters)
 		return
@@ -269,7 +270,9 @@ func (w *world) startChange(on *member, what string, r *jute.ReconfigRequest, ad
 	on.whenIdle(func() {
 		w.current = on
 		inCall := true
-		sc.mc = on.core.ChangeMembers(server.ReconfigPeers(target), func(err error) {
+		// The change fails (ErrMembershipChanged) if a conf change was
+		// applied after planned was read.
+		sc.mc = on.core.ChangeMembers(planned, server.ReconfigPeers(target), func(err error) {
 			sc.sync = inCall
 			w.changeDone(sc, err)
 		})
