@@ -358,3 +358,22 @@ func TestCoreChangeMembersBaseMoved(t *testing.T) {
 	require.Empty(t, cs.GetLearners())
 	require.Empty(t, g.bad)
 }
+
+// TestMemberChangeFollowPromotion: a promotion of a learner the change adds
+// moves its base; the step in flight carries the old base and applies as
+// no change, so it is proposed again at once (no wait), and another move
+// is ErrMembershipChanged.
+func TestMemberChangeFollowPromotion(t *testing.T) {
+	base := &pb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}}
+	inFlight := confChange(pb.ConfChangeAddLearnerNode, 5, "")
+	inFlight.Context = stepContext(base, nil)
+	mc := &MemberChange{add: []Peer{{ID: 4}, {ID: 5}}, base: base, step: inFlight, proposed: true, wait: 7}
+
+	promoted := &pb.ConfState{Voters: []uint64{1, 2, 3, 4}}
+	require.NoError(t, mc.follow(promoted))
+	require.Same(t, promoted, mc.base)
+	require.Zero(t, mc.wait, "the step is proposed again at once")
+	require.Nil(t, mc.step, "the step in flight cannot apply on the new base")
+
+	require.ErrorIs(t, mc.follow(&pb.ConfState{Voters: []uint64{1, 2, 4}}), ErrMembershipChanged)
+}
