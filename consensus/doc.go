@@ -167,7 +167,10 @@
 // any other conf state every member applies it as no change (the same
 // decision everywhere, from the entry and the replicated conf state only),
 // and the change fails with ErrMembershipChanged, as it does when it finds
-// before a step that another change moved the membership (confbase.go). A
+// before a step that another change moved the membership, or when the conf
+// state its caller computed the target from is not the applied one
+// (confbase.go); learners it added that were not all promoted are removed
+// again first. A
 // conf change without one (older logs, bootstrap, the leader's promotions)
 // applies as it always did. The decisions are the
 // Core's (Core.ChangeMembers and MemberChange in memberchange.go, driven by

@@ -34,8 +34,10 @@ import (
 // proposing a step (and whenever raft applied something) the change checks
 // that the applied conf state is still base or one of those moves of it;
 // anything else (another change applied meanwhile, or committed before but
-// applied here only now) fails it with ErrMembershipChanged. A rollback
-// (phaseRollback) removes its learners without a base.
+// applied here only now) fails it with ErrMembershipChanged. A change that
+// fails so while learners it added wait for their promotion first removes
+// them (phaseRollback, failMoved). A rollback removes its learners without
+// a base: a learner the change added is removed whatever else changed.
 type MemberChange struct {
 	add    []Peer   // sorted by id
 	remove []uint64 // ordered when the removal phase starts
@@ -98,15 +100,24 @@ func PlanMembers(cs *pb.ConfState, target []Peer) (add []Peer, remove []uint64, 
 	return add, remove, nil
 }
 
-// ChangeMembers starts a change that makes the voters exactly target
-// (PlanMembers against the conf state raft has applied here). done receives
-// nil once this member applied the last step, or the refusal (ErrLastVoter,
-// ErrNoActiveQuorum, a conflict with the applied membership,
-// ErrMembershipChanged when the applied conf state moved away from the one
-// planned against, also while it waits behind another change) or failure.
-// Core goroutine.
-func (c *Core) ChangeMembers(target []Peer, done func(error)) *MemberChange {
+// ChangeMembers starts a change that makes the voters exactly target,
+// computed by its caller from the conf state base (the voters and learners
+// it read): PlanMembers against base. If base is not the conf state raft
+// has applied here (sameConf: a conf change was applied after the caller
+// read it), it fails at once with ErrMembershipChanged and changes nothing:
+// target may undo that change. done receives nil once this member applied
+// the last step, or the refusal (ErrLastVoter, ErrNoActiveQuorum, a
+// conflict with the applied membership, ErrMembershipChanged when the
+// applied conf state moved away from base, also while it waits behind
+// another change) or failure. Core goroutine.
+func (c *Core) ChangeMembers(base *pb.ConfState, target []Peer, done func(error)) *MemberChange {
 	cs := c.appliedConf()
+	if !sameConf(base, cs) {
+		mc := &MemberChange{done: done}
+		c.finishChange(mc, fmt.Errorf("%w: applied voters %v learners %v, the target was computed from voters %v learners %v",
+			ErrMembershipChanged, cs.GetVoters(), cs.GetLearners(), base.GetVoters(), base.GetLearners()))
+		return mc
+	}
 	add, remove, err := PlanMembers(cs, target)
 	for _, p := range add {
 		if err == nil && !p.Observer && c.isObserver(p.ID) && slices.Contains(cs.GetLearners(), p.ID) {
@@ -254,8 +265,8 @@ func (c *Core) driveChange(mc *MemberChange) {
 		if mc.phase != phaseRollback {
 			if err := mc.follow(cs); err != nil {
 				c.lg.Warn().Err(err).Msg("membership change given up: the membership changed under it")
-				c.finishChange(mc, err)
-				return
+				c.failMoved(mc, cs, err)
+				continue
 			}
 		}
 		switch mc.phase {
@@ -334,6 +345,27 @@ func (c *Core) driveChange(mc *MemberChange) {
 	}
 }
 
+// failMoved fails mc with err (ErrMembershipChanged). A change that added
+// learners not yet promoted all (phaseAdd, phasePromote) removes them
+// first (phaseRollback, as CancelMemberChange does), or the leader would
+// still promote them once they caught up and the change's outcome would
+// not be its caller's error. The learner of an add step applied here in
+// the Ready that also applied the other change counts as added. In
+// phaseRemove every learner it added is a voter already and stays.
+func (c *Core) failMoved(mc *MemberChange, cs *pb.ConfState, err error) {
+	if mc.phase == phaseAdd && mc.proposed && mc.i < len(mc.add) && slices.Contains(cs.GetLearners(), mc.add[mc.i].ID) &&
+		!slices.Contains(mc.added, mc.add[mc.i].ID) {
+		mc.added = append(mc.added, mc.add[mc.i].ID)
+	}
+	if mc.phase == phaseRemove || len(mc.added) == 0 {
+		c.finishChange(mc, err)
+		return
+	}
+	mc.nextPhase(phaseRollback)
+	mc.cause = err
+	mc.rollback = 3 * c.cfg.ElectionTicks
+}
+
 func (mc *MemberChange) nextPhase(p changePhase) {
 	mc.phase, mc.i, mc.proposed, mc.wait, mc.step = p, 0, false, 0, nil
 }
@@ -349,7 +381,9 @@ func (mc *MemberChange) follow(cs *pb.ConfState) error {
 		return nil
 	}
 	if mc.promotes(mc.base, cs) {
-		mc.base = cs
+		// The step in flight (if any) carries the old base and applies as
+		// no change: propose it again on the new base at once.
+		mc.base, mc.step, mc.wait = cs, nil, 0
 		return nil
 	}
 	if mc.step != nil && mc.promotes(stepConf(mc.base, mc.step), cs) {

@@ -111,7 +111,7 @@ func TestCoreMemberChange(t *testing.T) {
 			c := g.cores[lead]
 			calls := 0
 			var got error
-			c.ChangeMembers(tt.target(lead, others), func(err error) {
+			c.ChangeMembers(c.appliedConf(), tt.target(lead, others), func(err error) {
 				calls++
 				got = err
 				if err == nil {
@@ -226,7 +226,7 @@ func TestCoreMemberChangePlannedAgainstStaleMembership(t *testing.T) {
 	// leader for an election timeout), and the leader removes a.
 	g.down[p] = true
 	var first []error
-	g.cores[lead].ChangeMembers([]Peer{{ID: lead}, {ID: p}}, func(err error) { first = append(first, err) })
+	g.cores[lead].ChangeMembers(g.cores[lead].appliedConf(), []Peer{{ID: lead}, {ID: p}}, func(err error) { first = append(first, err) })
 	for r := 0; r < 8 && len(first) == 0; r++ {
 		g.round(t)
 	}
@@ -237,7 +237,7 @@ func TestCoreMemberChangePlannedAgainstStaleMembership(t *testing.T) {
 
 	// p plans against [1 2 3]: keep a and p, that is remove the leader.
 	var second []error
-	g.cores[p].ChangeMembers([]Peer{{ID: a}, {ID: p}}, func(err error) { second = append(second, err) })
+	g.cores[p].ChangeMembers(g.cores[p].appliedConf(), []Peer{{ID: a}, {ID: p}}, func(err error) { second = append(second, err) })
 	g.down[p] = false
 	for r := 0; r < 60 && len(second) == 0; r++ {
 		g.round(t)
@@ -265,7 +265,7 @@ func TestCoreMemberChangeQueuedBehindAnother(t *testing.T) {
 	c := g.cores[lead]
 	var first, second []error
 	c.StartMemberChange(nil, []uint64{o[0]}, func(err error) { first = append(first, err) })
-	c.ChangeMembers([]Peer{{ID: lead}, {ID: o[0]}}, func(err error) { second = append(second, err) })
+	c.ChangeMembers(c.appliedConf(), []Peer{{ID: lead}, {ID: o[0]}}, func(err error) { second = append(second, err) })
 	for r := 0; r < 40 && len(second) == 0; r++ {
 		g.round(t)
 	}
@@ -278,4 +278,102 @@ func TestCoreMemberChangeQueuedBehindAnother(t *testing.T) {
 // others returns the members of 1, 2, 3 other than id.
 func others(id uint64) []uint64 {
 	return slices.DeleteFunc([]uint64{1, 2, 3}, func(v uint64) bool { return v == id })
+}
+
+// TestCoreMemberChangeMovedWhileWaitingForPromotion: the leader adds member
+// 4, which becomes a learner but does not run yet; meanwhile a removal of a
+// follower without a base (an older build's, or a rollback's) commits. The
+// change fails with ErrMembershipChanged, and it must first remove learner
+// 4: otherwise, once 4 starts and catches up, the leader promotes it
+// although the caller was told the change failed.
+func TestCoreMemberChangeMovedWhileWaitingForPromotion(t *testing.T) {
+	g := newCoreGroup(t, 3)
+	lead := g.waitLeader(t)
+	o := others(lead)
+	c := g.cores[lead]
+	var got []error
+	c.ChangeMembers(c.appliedConf(), []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}}, func(err error) { got = append(got, err) })
+	for r := 0; r < 20; r++ {
+		g.round(t)
+	}
+	require.Equal(t, []uint64{4}, c.appliedConf().GetLearners(), "added as a learner, not running: not promoted")
+	require.Empty(t, got)
+
+	require.NoError(t, c.rn.ProposeConfChange(confChange(pb.ConfChangeRemoveNode, o[0], "")))
+	for r := 0; r < 60 && len(got) == 0; r++ {
+		g.round(t)
+	}
+	require.Len(t, got, 1, "outcome reported once")
+	require.ErrorIs(t, got[0], ErrMembershipChanged)
+
+	// Member 4 starts now and would catch up within a few rounds.
+	g.addCore(t, Config{ID: 4, Join: true})
+	for r := 0; r < 60; r++ {
+		g.round(t)
+	}
+	for _, id := range []uint64{lead, o[1]} {
+		cs := g.cores[id].appliedConf()
+		require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, o[1]})), slices.Sorted(slices.Values(cs.GetVoters())),
+			"member %d's voters", id)
+		require.False(t, isMember(cs, 4), "member %d still has member 4 (voters %v learners %v)", id, cs.GetVoters(), cs.GetLearners())
+	}
+	require.Len(t, got, 1, "outcome reported once")
+	require.Empty(t, g.bad)
+}
+
+// TestCoreChangeMembersBaseMoved: the caller computes a target from the
+// voters [1 2 3] (remove follower x), and before the Core runs the change
+// another conf change (removal of the other follower y) is applied. Planned
+// against [lead x], the target [lead y] would add y back as a learner and
+// remove x, undoing the other change. The change must fail at once with
+// ErrMembershipChanged and change nothing.
+func TestCoreChangeMembersBaseMoved(t *testing.T) {
+	g := newCoreGroup(t, 3)
+	lead := g.waitLeader(t)
+	o := others(lead)
+	x, y := o[0], o[1]
+	c := g.cores[lead]
+	base := c.appliedConf()
+	target := []Peer{{ID: lead}, {ID: y}}
+
+	var first []error
+	c.StartMemberChange(nil, []uint64{y}, func(err error) { first = append(first, err) })
+	for r := 0; r < 20 && len(first) == 0; r++ {
+		g.round(t)
+	}
+	require.Equal(t, []error{nil}, first)
+	moved := slices.Sorted(slices.Values([]uint64{lead, x}))
+	require.Equal(t, moved, slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
+
+	var got []error
+	c.ChangeMembers(base, target, func(err error) { got = append(got, err) })
+	require.Len(t, got, 1, "refused at once")
+	require.ErrorIs(t, got[0], ErrMembershipChanged)
+	for r := 0; r < 40; r++ {
+		g.round(t)
+	}
+	require.Len(t, got, 1, "outcome reported once")
+	cs := c.appliedConf()
+	require.Equal(t, moved, slices.Sorted(slices.Values(cs.GetVoters())))
+	require.Empty(t, cs.GetLearners())
+	require.Empty(t, g.bad)
+}
+
+// TestMemberChangeFollowPromotion: a promotion of a learner the change adds
+// moves its base; the step in flight carries the old base and applies as
+// no change, so it is proposed again at once (no wait), and another move
+// is ErrMembershipChanged.
+func TestMemberChangeFollowPromotion(t *testing.T) {
+	base := &pb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{4}}
+	inFlight := confChange(pb.ConfChangeAddLearnerNode, 5, "")
+	inFlight.Context = stepContext(base, nil)
+	mc := &MemberChange{add: []Peer{{ID: 4}, {ID: 5}}, base: base, step: inFlight, proposed: true, wait: 7}
+
+	promoted := &pb.ConfState{Voters: []uint64{1, 2, 3, 4}}
+	require.NoError(t, mc.follow(promoted))
+	require.Same(t, promoted, mc.base)
+	require.Zero(t, mc.wait, "the step is proposed again at once")
+	require.Nil(t, mc.step, "the step in flight cannot apply on the new base")
+
+	require.ErrorIs(t, mc.follow(&pb.ConfState{Voters: []uint64{1, 2, 4}}), ErrMembershipChanged)
 }

@@ -51,8 +51,12 @@ import (
 // it as no change (confbase.go). A change also checks, before each step,
 // that the conf state applied here is the one its plan expects, and fails
 // with ErrMembershipChanged if another change moved it: two changes that
-// race never combine into a membership neither asked for. The leader's
-// promotions (rule 2) and a rollback's removals carry no base.
+// race never combine into a membership neither asked for; a change that
+// fails so while learners it added wait for promotion removes them first,
+// so that the leader does not promote them after the caller was told the
+// change failed. The leader's promotions (rule 2) and a rollback's removals
+// carry no base. A change's caller passes the conf state it computed the
+// target from, and the change fails at once if that is not the applied one.
 //
 // A change of the voters is refused if it leaves no voter (ErrLastVoter) or
 // if fewer than a majority of the new voters are known to be running
@@ -81,7 +85,11 @@ var (
 	// after this one was planned. A step planned against the old
 	// membership is applied as no change on every member (confbase.go), so
 	// the membership is never moved somewhere other than the target; the
-	// steps applied before stay applied. ZooKeeper's reconfig answers
+	// steps applied before stay applied, except that learners the change
+	// added that were not all promoted yet are removed again before the
+	// error is reported. A change whose caller computed its target from a
+	// conf state other than the applied one fails with it at once
+	// (Core.ChangeMembers). ZooKeeper's reconfig answers
 	// ReconfigInProgress in this case.
 	ErrMembershipChanged = errors.New("consensus: membership changed while the change ran")
 	// errRefusedChange marks a conf change that would undo an applied one.
@@ -116,20 +124,22 @@ func (n *Node) RemoveMember(ctx context.Context, id uint64) error {
 	})
 }
 
-// ChangeMembers makes the voters exactly target: members not in raft's
-// ConfState are added (as learners, promoted once caught up), members of the
-// ConfState not in target are removed. Addresses are used for new members
-// only. It returns when this member has applied the last change; on error
-// the changes applied so far stay applied, except that new members that did
-// not catch up are removed again. If the membership changed since target
-// was planned (another change ran, or one committed before was applied here
-// only now) it fails with ErrMembershipChanged and nothing more is changed.
-// The decisions are the Core's
-// (Core.ChangeMembers, MemberChange); this queues the change to the loop
-// and waits for its outcome.
-func (n *Node) ChangeMembers(ctx context.Context, target []Peer) error {
+// ChangeMembers makes the voters exactly target, which the caller computed
+// from the conf state base (for example Status's Voters and Learners):
+// members not in base are added (as learners, promoted once caught up),
+// members of base not in target are removed. Addresses are used for new
+// members only. It returns when this member has applied the last change; on
+// error the changes applied so far stay applied, except that new members
+// that were not all promoted are removed again. If the conf state applied
+// here is not base when the loop starts the change, or moves under it
+// (another change ran, or one committed before was applied here only now),
+// it fails with ErrMembershipChanged: no step of it applies on top of the
+// other change, and the learners it added are removed again as above. The
+// decisions are the Core's (Core.ChangeMembers, MemberChange); this queues
+// the change to the loop and waits for its outcome.
+func (n *Node) ChangeMembers(ctx context.Context, base *pb.ConfState, target []Peer) error {
 	return n.memberChange(ctx, func(c *Core, done func(error)) *MemberChange {
-		return c.ChangeMembers(target, done)
+		return c.ChangeMembers(base, target, done)
 	})
 }
 

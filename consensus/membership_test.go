@@ -55,10 +55,10 @@ func TestMembershipTwoChangesInARow(t *testing.T) {
 			return n.AddMember(ctx, b)
 		}},
 		{"ChangeMembers adding two on the leader", 1, false, func(ctx context.Context, n *Node, voters []Peer, a, b Peer) error {
-			return n.ChangeMembers(ctx, append(voters, a, b))
+			return n.ChangeMembers(ctx, n.core.appliedConf(), append(voters, a, b))
 		}},
 		{"ChangeMembers adding two on a follower", 3, true, func(ctx context.Context, n *Node, voters []Peer, a, b Peer) error {
-			return n.ChangeMembers(ctx, append(voters, a, b))
+			return n.ChangeMembers(ctx, n.core.appliedConf(), append(voters, a, b))
 		}},
 	}
 	for _, tt := range tests {
@@ -92,7 +92,7 @@ func TestMembershipRemovingLastVoterRefused(t *testing.T) {
 	n1 := c.nodes[1]
 	ctx := testCtx(t)
 	require.ErrorIs(t, n1.RemoveMember(ctx, 1), ErrLastVoter)
-	require.ErrorIs(t, n1.ChangeMembers(ctx, nil), ErrLastVoter)
+	require.ErrorIs(t, n1.ChangeMembers(ctx, n1.core.appliedConf(), nil), ErrLastVoter)
 	require.NoError(t, n1.Propose(ctx, []byte("still-here")))
 	n1.sm.waitCount(t, 1)
 	require.Equal(t, []uint64{1}, n1.Status().Voters)

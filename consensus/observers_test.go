@@ -49,7 +49,7 @@ func TestCoreObservers(t *testing.T) {
 				g.addCore(t, Config{ID: 4, Join: true})
 				calls := 0
 				target := []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4, Observer: tt.change}}
-				c.ChangeMembers(target, func(err error) {
+				c.ChangeMembers(c.appliedConf(), target, func(err error) {
 					calls++
 					require.NoError(t, err)
 				})

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/raft/v3/raftpb"
+
 	"github.com/zkraft/zkraft/consensus"
 	"github.com/zkraft/zkraft/internal/zoocfg"
 	"github.com/zkraft/zkraft/jute"
@@ -167,13 +169,15 @@ func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
 	if r.CurConfigID != -1 && r.CurConfigID != version {
 		return jute.ErrBadVersion, 0
 	}
-	target, code := s.reconfigTarget(r, current)
+	target, base, code := s.reconfigTarget(r, current)
 	if code != 0 {
 		return code, 0
 	}
 	ctx, cancel := context.WithTimeout(s.stopCtx, writeTimeout)
 	defer cancel()
-	if err := s.node.ChangeMembers(ctx, consensusPeers(target)); err != nil {
+	// The change fails (ReconfigInProgress) if a conf change was applied
+	// after base was read: target may undo it.
+	if err := s.node.ChangeMembers(ctx, base, consensusPeers(target)); err != nil {
 		s.log.Warn().Err(err).Uints64("members", slices.Sorted(maps.Keys(target))).Msg("reconfig: membership change failed")
 		return ReconfigErrorCode(err), 0
 	}
@@ -205,14 +209,15 @@ func (s *Server) reconfigure(r *jute.ReconfigRequest) (int32, int64) {
 
 // reconfigTarget computes the membership r asks for (ReconfigTarget) from
 // raft's voters and learners on this member, the published config and this
-// member's view of the membership.
-func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Member) (map[uint64]Member, int32) {
+// member's view of the membership. base is the conf state (voters and
+// learners) it was computed from, for consensus.Node.ChangeMembers.
+func (s *Server) reconfigTarget(r *jute.ReconfigRequest, current map[uint64]Member) (map[uint64]Member, *raftpb.ConfState, int32) {
 	st := s.node.Status()
 	target, code, missing := ReconfigTarget(r, st.Voters, st.Learners, current, s.members())
 	if code == jute.ErrReconfigInProgress {
 		s.log.Warn().Uint64("member", missing).Msg("reconfig: no address known for a voter")
 	}
-	return target, code
+	return target, &raftpb.ConfState{Voters: st.Voters, Learners: st.Learners}, code
 }
 
 // ReconfigTarget computes the membership a reconfig request asks for. It is

@@ -142,10 +142,10 @@ func (k *checks) applied(m *member, idx uint64) {
 
 // durable runs when member m applies the entry (index, term): a committed
 // entry must be on m's own disk and on the disks of a quorum. Members' disks are counted, the
-// removed ones' included, against the quorum of the smallest voter set the
-// run went through so far, as the members applied it (world.smallestVoters:
-// reconfig keeps Members-1 or Members voters), so a conf change between
-// commit and apply cannot make the check wrong.
+// removed ones' included, against the quorum of Members-1 voters, which is
+// also Members' (reconfig keeps Members-1 or Members voters, and
+// world.noteVoters fails a run in which a member applies fewer), so a conf
+// change between commit and apply cannot make the check wrong.
 func (k *checks) durable(m *member, index, term uint64) {
 	if !m.disk.holds(index, term) {
 		// A member applies only what its own disk holds (consensus's
@@ -158,7 +158,7 @@ func (k *checks) durable(m *member, index, term uint64) {
 			holders++
 		}
 	}
-	if need := k.w.smallestVoters()/2 + 1; holders < need {
+	if need := (k.w.cfg.Members-1)/2 + 1; holders < need {
 		k.w.fail(chkDurable, "member %d applies entry %d (term %d), which is on the disk of %d members, fewer than a quorum (%d)",
 			m.id, index, term, holders, need)
 	}

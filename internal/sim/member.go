@@ -291,7 +291,7 @@ func (m *member) crash() {
 		m.writing, m.idle = nil, nil
 	}
 	if m.core != nil {
-		m.w.noteVoters(m.core.ConfState()) // what it applied counts after it is gone
+		m.w.noteVoters(m, m.core.ConfState()) // what it applied counts after it is gone
 	}
 	dropped := m.backlog
 	m.up, m.paused, m.core, m.backlog = false, false, nil, nil
@@ -552,6 +552,7 @@ func (m *member) afterReady() {
 	}
 	old := m.confState
 	m.confState = cs
+	m.w.noteVoters(m, cs)
 	m.w.tracef("member %d applied conf state: voters %v learners %v", m.id, cs.GetVoters(), cs.GetLearners())
 	for _, id := range old.GetVoters() {
 		// A removed member stops once its removal is applied by any

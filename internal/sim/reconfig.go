@@ -28,17 +28,20 @@ import (
 // Checks (chkMembership): a change completes with exactly its target as the
 // voters of the deciding member; it fails only for a documented reason
 // (ErrNoActiveQuorum, ErrNotCaughtUp after the simulator gave up, the
-// give-up itself, or ErrMembershipChanged: the deciding member applied
-// another change, such as an abandoned one committed late, after this one
-// was planned); an addition completes only after the new member ran (it
-// must have caught up to be promoted); a removal that leaves fewer than a majority of the new
-// voters able to run (a voter down for longer than two election timeouts,
-// decided on a leader that heard nothing from it since) is refused with
-// ErrNoActiveQuorum; and at the end every running member that applied the
-// last completed change has its voters. The run's membership is what the
-// members applied, never a change's target: the last completed change's
-// voters as the deciding member applied them, and for the durability check
-// (checks.durable) the smallest voter set any member applied.
+// give-up itself, or ErrMembershipChanged, accepted only if the deciding
+// member applied, after the target was computed, a conf change that is no
+// step of this change: simChange.foreign); an addition completes only after
+// the new member ran (it must have caught up to be promoted); a removal
+// that leaves fewer than a majority of the new voters able to run (a voter
+// down for longer than two election timeouts, decided on a leader that
+// heard nothing from it since) is refused with ErrNoActiveQuorum (or
+// ErrMembershipChanged under the same condition); no member ever applies
+// fewer than Members-1 voters (noteVoters: the scheduler never asks for
+// fewer, and the durability check counts a quorum of Members); and at the
+// end every running member that applied the last completed change has its
+// voters. The run's membership is what the members applied, never a
+// change's target: the last completed change's voters as the deciding
+// member applied them.
 
 // chkMembership names the membership checker.
 const chkMembership = "membership"
@@ -66,9 +69,6 @@ type reconfigState struct {
 	lastIndex  uint64
 	dirty      bool
 	changes    int // changes started
-	// minVoters is the size of the smallest voter set a member applied
-	// (0: none yet, the configured members).
-	minVoters int
 }
 
 // simChange is a membership change in flight.
@@ -82,6 +82,60 @@ type simChange struct {
 	added      *member // the new member, for an addition
 	sync       bool    // the outcome came within ChangeMembers (nothing proposed)
 	over       bool
+	// planned is the deciding member's conf state the target was computed
+	// from (the change's base); seen is the last conf state of that member
+	// the simulator looked at since. foreign records that a conf state
+	// change it applied meanwhile is no step of this change (an earlier,
+	// abandoned change committed late, or the promotion of another
+	// change's learner): only then may the change fail with
+	// ErrMembershipChanged.
+	planned, seen *pb.ConfState
+	foreign       bool
+}
+
+// observe notes the conf state cs applied by the deciding member: a move
+// from the last one seen that is no step of sc makes it foreign.
+func (sc *simChange) observe(cs *pb.ConfState) {
+	if cs == nil || cs == sc.seen {
+		return
+	}
+	if !sc.ownMove(sc.seen, cs) {
+		sc.foreign = true
+	}
+	sc.seen = cs
+}
+
+// ownMove reports whether every difference between the conf states from
+// and to is a step the change itself takes against its planned conf state:
+// a member of the target that was no voter added (as a learner), promoted
+// by the leader, or removed again (rollback), a member of planned not in
+// the target removed.
+func (sc *simChange) ownMove(from, to *pb.ConfState) bool {
+	role := func(cs *pb.ConfState, id uint64) int {
+		switch {
+		case slices.Contains(cs.GetVoters(), id):
+			return 2
+		case slices.Contains(cs.GetLearners(), id):
+			return 1
+		}
+		return 0
+	}
+	ids := slices.Concat(from.GetVoters(), from.GetLearners(), to.GetVoters(), to.GetLearners())
+	for _, id := range ids {
+		was, is := role(from, id), role(to, id)
+		if was == is {
+			continue
+		}
+		inTarget := slices.Contains(sc.target, id)
+		added := inTarget && role(sc.planned, id) != 2
+		switch {
+		case is == 0 && (added || !inTarget): // removed (the plan's, or a rollback's)
+		case is > was && added: // added as a learner, promoted
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // notePause records a member pause that ends at end.
@@ -92,26 +146,20 @@ func (w *world) notePause(m *member, end time.Duration) {
 	w.rc.pauseEnd[m.idx] = end
 }
 
-// noteVoters records the voters of a conf state a member applied.
-func (w *world) noteVoters(cs *pb.ConfState) {
-	if n := len(cs.GetVoters()); n > 0 && (w.rc.minVoters == 0 || n < w.rc.minVoters) {
-		w.rc.minVoters = n
+// noteVoters checks the conf state cs member m applied: the scheduler
+// removes a voter only from Members voters (reconfigure) and asks for
+// probes that must be refused, so a member that applies fewer than
+// Members-1 voters shows a membership bug (and the durability check, which
+// counts a quorum of Members, relies on it). It also shows the running
+// change cs if m decides it.
+func (w *world) noteVoters(m *member, cs *pb.ConfState) {
+	if n := len(cs.GetVoters()); n > 0 && n < w.cfg.Members-1 {
+		w.fail(chkMembership, "member %d applied voters %v: fewer than %d (Members-1), which no change asks for",
+			m.id, cs.GetVoters(), w.cfg.Members-1)
 	}
-}
-
-// smallestVoters returns the size of the smallest voter set the run went
-// through so far: the configured members, or fewer once a member applied
-// fewer (every member's current conf state counted).
-func (w *world) smallestVoters() int {
-	for _, m := range w.members {
-		if m.core != nil {
-			w.noteVoters(m.core.ConfState())
-		}
+	if sc := w.rc.running; sc != nil && sc.m == m && sc.inc == m.incarnation {
+		sc.observe(cs)
 	}
-	if w.rc.minVoters == 0 {
-		return w.cfg.Members
-	}
-	return min(w.rc.minVoters, w.cfg.Members)
 }
 
 // runningLeader returns a leader that is up and running, or nil.
@@ -259,8 +307,9 @@ func (w *world) startChange(on *member, what string, r *jute.ReconfigRequest, ad
 		w.fail(chkMembership, "%s: the server's reconfig target refused it with code %d (voters %v)", what, code, voters)
 		return
 	}
+	planned := on.core.ConfState()
 	sc := &simChange{m: on, inc: on.incarnation, what: what, added: added, mustRefuse: mustRefuse,
-		target: slices.Sorted(maps.Keys(target))}
+		target: slices.Sorted(maps.Keys(target)), planned: planned, seen: planned}
 	w.rc.running = sc
 	w.rc.changes++
 	w.tracef("reconfig on member %d: %s: voters %v -> %v", on.id, what, voters, sc.target)
@@ -269,7 +318,9 @@ func (w *world) startChange(on *member, what string, r *jute.ReconfigRequest, ad
 	on.whenIdle(func() {
 		w.current = on
 		inCall := true
-		sc.mc = on.core.ChangeMembers(server.ReconfigPeers(target), func(err error) {
+		// The change fails (ErrMembershipChanged) if a conf change was
+		// applied after planned was read.
+		sc.mc = on.core.ChangeMembers(planned, server.ReconfigPeers(target), func(err error) {
 			sc.sync = inCall
 			w.changeDone(sc, err)
 		})
@@ -339,6 +390,7 @@ func (w *world) changeDone(sc *simChange, err error) {
 	var cs *pb.ConfState
 	if m.core != nil {
 		cs = m.core.ConfState()
+		sc.observe(cs) // the outcome can come before afterReady sees cs
 	}
 	w.tracef("reconfig: %s failed on member %d (voters %v learners %v): %v", sc.what, m.id, cs.GetVoters(), cs.GetLearners(), err)
 	if !sc.sync {
@@ -347,10 +399,14 @@ func (w *world) changeDone(sc *simChange, err error) {
 	switch {
 	case errors.Is(err, consensus.ErrNoActiveQuorum), errors.Is(err, errGaveUp):
 		// ErrNotCaughtUp wraps errGaveUp.
-	case errors.Is(err, consensus.ErrMembershipChanged):
+	case errors.Is(err, consensus.ErrMembershipChanged) && sc.foreign:
 		// Another change was applied on the deciding member after this
 		// one was planned (ZooKeeper's ReconfigInProgress): a refusal, a
 		// probe's included. Its steps apply on no other membership.
+	case errors.Is(err, consensus.ErrMembershipChanged):
+		w.fail(chkMembership, "%s on member %d failed with %v, but the member applied no conf change other than "+
+			"the change's own steps since it was planned (planned voters %v learners %v)",
+			sc.what, m.id, err, sc.planned.GetVoters(), sc.planned.GetLearners())
 	case sc.mustRefuse == "" && errors.Is(err, consensus.ErrStopped):
 	default:
 		w.fail(chkMembership, "%s on member %d failed for an undocumented reason: %v", sc.what, m.id, err)
