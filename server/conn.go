@@ -592,6 +592,12 @@ func (c *conn) writeLoop() {
 func (c *conn) answer(it *item) bool {
 	defer c.srv.stats.answered(int64(c.srv.cfg.GlobalOutstandingLimit))
 	if !it.isReady() {
+		// Replies of earlier items still in the buffer go out before the
+		// wait: a pipelining client must not wait for them until this
+		// item's apply (one log write or more later).
+		if c.bw.Buffered() > 0 && c.bw.Flush() != nil {
+			return false
+		}
 		// One timer per connection, reset per item: a timer per write was
 		// a steady allocation on the write path. Since Go 1.23 a Reset
 		// timer never delivers a value from before the Reset.

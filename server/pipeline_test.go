@@ -76,3 +76,44 @@ func TestPipelinedWritesQueuedWhileRaftBusy(t *testing.T) {
 		require.Zero(t, hdr.Err)
 	}
 }
+
+// TestReplyNotHeldBehindUnappliedWrite: a connection pipelines a create
+// and then a second create whose apply is held (gatedHooks). The first
+// create's reply must reach the client while the second waits: the writer
+// once left it in its buffer until the next reply or an empty queue, so a
+// pipelining client waited a log write (or, here, forever) for an answer
+// that was ready.
+func TestReplyNotHeldBehindUnappliedWrite(t *testing.T) {
+	s := startServer(t, nil)
+	c := dial(t, s)
+	gate := make(chan struct{})
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(gate)
+		}
+	}
+	t.Cleanup(release)
+	s.sm.mu.Lock() // orders this write before the loop's next Apply reads hooks
+	s.sm.hooks = gatedHooks{applyHooks: s.sm.hooks, gate: gate}
+	s.sm.mu.Unlock()
+
+	const firstXid = gateXid + 10
+	world := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
+	create := func(xid int32, p string) []byte {
+		return frame(append(header(xid, jute.OpCreate), jute.Marshal(&jute.CreateRequest{Path: p, ACL: world})...))
+	}
+	require.NoError(t, c.WriteRaw(append(create(firstXid, "/first"), create(gateXid, "/held")...)))
+	c.SetTimeout(5 * time.Second)
+	hdr, _, err := c.Recv()
+	require.NoError(t, err, "the first create's reply while the second's apply is held")
+	require.Equal(t, int32(firstXid), hdr.Xid)
+	require.Zero(t, hdr.Err)
+	release()
+	c.SetTimeout(20 * time.Second)
+	hdr, _, err = c.Recv()
+	require.NoError(t, err)
+	require.Equal(t, int32(gateXid), hdr.Xid, "the held create answered once released")
+	require.Zero(t, hdr.Err)
+}
