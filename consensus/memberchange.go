@@ -52,8 +52,13 @@ type MemberChange struct {
 	wait     int      // ticks before the current step is proposed again
 	added    []uint64 // learners this change added
 	cause    error    // why a rollback runs: the outcome once it is over
-	rollback int      // ticks the rollback may still take
-	finished bool
+	// learnersOnly: the rollback (failMoved's) removes only members that
+	// are still learners; kept are the added members a rollback left in
+	// the group (promoted meanwhile, or their removal refused).
+	learnersOnly bool
+	kept         []uint64
+	rollback     int // ticks the rollback may still take
+	finished     bool
 }
 
 type changePhase int
@@ -326,7 +331,11 @@ func (c *Core) driveChange(mc *MemberChange) {
 			return
 		case phaseRollback:
 			if mc.i == len(mc.added) {
-				c.finishChange(mc, mc.cause)
+				cause := mc.cause
+				if len(mc.kept) > 0 {
+					cause = fmt.Errorf("%w (members %v it added stay in the group)", cause, mc.kept)
+				}
+				c.finishChange(mc, cause)
 				return
 			}
 			id := mc.added[mc.i]
@@ -335,8 +344,15 @@ func (c *Core) driveChange(mc *MemberChange) {
 				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
 				continue
 			}
+			if mc.learnersOnly && slices.Contains(cs.GetVoters(), id) {
+				// Promoted meanwhile: a voter is not removed without a base.
+				mc.kept = append(mc.kept, id)
+				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
+				continue
+			}
 			if err := c.proposeStep(mc, cs, confChange(pb.ConfChangeRemoveNode, id, "")); err != nil {
 				c.lg.Warn().Err(err).Uint64("member", id).Msg("removing a new member after a failed membership change")
+				mc.kept = append(mc.kept, id)
 				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
 				continue
 			}
@@ -352,16 +368,34 @@ func (c *Core) driveChange(mc *MemberChange) {
 // not be its caller's error. The learner of an add step applied here in
 // the Ready that also applied the other change counts as added. In
 // phaseRemove every learner it added is a voter already and stays.
+//
+// Only members that are still learners are removed: a removal carries no
+// base, so removing a voter the leader promoted already could land on top
+// of the other change and leave fewer voters than either change asked for.
+// Promoted ones stay voters and the error names them.
 func (c *Core) failMoved(mc *MemberChange, cs *pb.ConfState, err error) {
-	if mc.phase == phaseAdd && mc.proposed && mc.i < len(mc.add) && slices.Contains(cs.GetLearners(), mc.add[mc.i].ID) &&
+	if mc.phase == phaseAdd && mc.proposed && mc.i < len(mc.add) && isMember(cs, mc.add[mc.i].ID) &&
 		!slices.Contains(mc.added, mc.add[mc.i].ID) {
 		mc.added = append(mc.added, mc.add[mc.i].ID)
 	}
-	if mc.phase == phaseRemove || len(mc.added) == 0 {
+	var learners, voters []uint64
+	for _, id := range mc.added {
+		switch {
+		case slices.Contains(cs.GetVoters(), id):
+			voters = append(voters, id)
+		case slices.Contains(cs.GetLearners(), id):
+			learners = append(learners, id)
+		}
+	}
+	if len(voters) > 0 {
+		err = fmt.Errorf("%w (members %v it added were promoted and stay voters)", err, voters)
+	}
+	if mc.phase == phaseRemove || len(learners) == 0 {
 		c.finishChange(mc, err)
 		return
 	}
 	mc.nextPhase(phaseRollback)
+	mc.added, mc.learnersOnly = learners, true
 	mc.cause = err
 	mc.rollback = 3 * c.cfg.ElectionTicks
 }

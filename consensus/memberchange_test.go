@@ -321,6 +321,50 @@ func TestCoreMemberChangeMovedWhileWaitingForPromotion(t *testing.T) {
 	require.Empty(t, g.bad)
 }
 
+// TestCoreMemberChangeMovedKeepsPromotedVoters: a change adds 4 and 5;
+// 4 runs, catches up and is promoted, 5 never starts and stays a learner.
+// Another change then removes a follower, so the first fails with
+// ErrMembershipChanged. Its rollback removes learner 5 only: removing voter
+// 4 (a removal carries no base) would leave fewer voters than either
+// change asked for. The error names 4 as kept.
+func TestCoreMemberChangeMovedKeepsPromotedVoters(t *testing.T) {
+	g := newCoreGroup(t, 3)
+	lead := g.waitLeader(t)
+	o := others(lead)
+	c := g.cores[lead]
+	var got []error
+	c.ChangeMembers(c.appliedConf(), []Peer{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4}, {ID: 5}}, func(err error) { got = append(got, err) })
+	for r := 0; r < 60 && !slices.Contains(c.appliedConf().GetLearners(), 4); r++ {
+		g.round(t)
+	}
+	require.Contains(t, c.appliedConf().GetLearners(), uint64(4), "4 added as a learner")
+	g.addCore(t, Config{ID: 4, Join: true})
+	for r := 0; r < 120 && !slices.Contains(c.appliedConf().GetVoters(), 4); r++ {
+		g.round(t)
+	}
+	require.Contains(t, c.appliedConf().GetVoters(), uint64(4), "4 caught up and promoted")
+	require.Contains(t, c.appliedConf().GetLearners(), uint64(5), "5 still a learner")
+	require.Empty(t, got)
+
+	require.NoError(t, c.rn.ProposeConfChange(confChange(pb.ConfChangeRemoveNode, o[0], "")))
+	for r := 0; r < 120 && len(got) == 0; r++ {
+		g.round(t)
+	}
+	require.Len(t, got, 1, "outcome reported once")
+	require.ErrorIs(t, got[0], ErrMembershipChanged)
+	require.ErrorContains(t, got[0], "[4]", "the promoted member is named")
+	for r := 0; r < 20; r++ {
+		g.round(t)
+	}
+	for _, id := range []uint64{lead, o[1], 4} {
+		cs := g.cores[id].appliedConf()
+		require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, o[1], 4})), slices.Sorted(slices.Values(cs.GetVoters())),
+			"member %d's voters", id)
+		require.False(t, isMember(cs, 5), "member %d still has learner 5", id)
+	}
+	require.Empty(t, g.bad)
+}
+
 // TestCoreChangeMembersBaseMoved: the caller computes a target from the
 // voters [1 2 3] (remove follower x), and before the Core runs the change
 // another conf change (removal of the other follower y) is applied. Planned
