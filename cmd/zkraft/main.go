@@ -25,6 +25,7 @@ import (
 
 	"github.com/zkraft/zkraft/internal/gctune"
 	"github.com/zkraft/zkraft/internal/lockcmd"
+	"github.com/zkraft/zkraft/internal/procs"
 	"github.com/zkraft/zkraft/internal/zkimport"
 	"github.com/zkraft/zkraft/server"
 )
@@ -109,6 +110,9 @@ func serve(args []string) int {
 	if cfg.PeerTypeWarning != "" {
 		log.Warn().Str("peerType", cfg.PeerType).Msg(cfg.PeerTypeWarning)
 	}
+	// Spare Ps for goroutines in blocking system calls (package procs).
+	n, set := procs.Tune()
+	log.Info().Int("gomaxprocs", n).Bool("fromEnvironment", !set).Msg("go processors")
 	// The GC policy is the process's, not a Server's (several Servers share
 	// one process in tests): serve owns its goroutine and stops it on return.
 	gc := gctune.Start(log, gctune.Options{Disabled: cfg.GCRuntime})
