@@ -10,9 +10,12 @@
 // off). With as many Ps as CPUs, one fdatasync on a 2-CPU machine leaves
 // the other goroutines half the server's processors for its whole length.
 // Spare Ps let runnable goroutines (a reply's writer, the next proposal)
-// run meanwhile, and leave the interleaving to the kernel. Measured with
-// cmd/zkbench on a 2-CPU machine: sessions standalone +15-17% per second,
-// setData +3-5%, lock and 3-member workloads +2-7% (README, Performance).
+// run meanwhile, and leave the interleaving to the kernel (a JVM server
+// has no such cap on the threads it runs at once). Measured with
+// cmd/zkbench, zkraft alone, alternating runs on a 2-CPU machine: quiet,
+// sessions +15-17% per second and setData +3-5%; with other work on the
+// machine, setData +24-31%, lock +12-27%, sessions -2 to +20%; 3 members
+// +2-7% (README, Performance).
 //
 // Invariants:
 //   - The user's choice wins: with GOMAXPROCS in the environment nothing is
