@@ -59,6 +59,14 @@ func TestRegressionSeeds(t *testing.T) {
 		{170378359, "a removal abandoned when its member crashed was committed late by the new leader, after a " +
 			"second removal had been planned on that member against the voters it had applied: the second " +
 			"applied on top of the first and left one voter; it must fail with ErrMembershipChanged"},
+		{1700000002, "the same, found in a 120,000-seed hunt: remove 1 abandoned at a crash, committed later; " +
+			"remove 2 planned against [1 2 3] left voters [3]"},
+		{5555557917, "the same after a removal reported failed (ErrNoActiveQuorum on re-proposal in a new " +
+			"term) whose first proposal committed 35 ms later"},
+		{8000000000000003741, "the same after an addition's rollback removed the new member once promoted: " +
+			"remove 1 planned against [1 3 4] left voters [3]"},
+		{10000004372, "an addition abandoned at a crash whose learner entry applied only after the next addition " +
+			"was planned by the new leader: the leader then promoted it and the voters were [2 3 4 5], want [2 3 5]"},
 	} {
 		for _, f := range Run(Config{Seed: tc.seed, Members: 3, Clients: 3, Duration: 30 * time.Second}) {
 			t.Errorf("seed %d (%s): %s", tc.seed, tc.what, f)
