@@ -29,6 +29,24 @@ func (h gatedHooks) applied(e *entry, res applyResult) {
 	h.applyHooks.applied(e, res)
 }
 
+// holdGatedCreate installs gatedHooks on s and returns the function that
+// releases the held apply (also run at the test's end).
+func holdGatedCreate(t *testing.T, s *Server) (release func()) {
+	gate := make(chan struct{})
+	released := false
+	release = func() {
+		if !released {
+			released = true
+			close(gate)
+		}
+	}
+	t.Cleanup(release)
+	s.sm.mu.Lock() // orders this write before the loop's next Apply reads hooks
+	s.sm.hooks = gatedHooks{applyHooks: s.sm.hooks, gate: gate}
+	s.sm.mu.Unlock()
+	return release
+}
+
 // TestPipelinedWritesQueuedWhileRaftBusy: a connection's reader hands its
 // writes to raft without waiting for the raft loop, so the writes pipelined
 // behind one whose apply holds the loop are all proposed (queued for the
@@ -39,18 +57,7 @@ func TestPipelinedWritesQueuedWhileRaftBusy(t *testing.T) {
 	s := startServer(t, nil)
 	c := dial(t, s)
 	c.SetTimeout(20 * time.Second)
-	gate := make(chan struct{})
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(gate)
-		}
-	}
-	t.Cleanup(release)
-	s.sm.mu.Lock() // orders this write before the loop's next Apply reads hooks
-	s.sm.hooks = gatedHooks{applyHooks: s.sm.hooks, gate: gate}
-	s.sm.mu.Unlock()
+	release := holdGatedCreate(t, s)
 
 	const behind = 32
 	world := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
@@ -86,18 +93,7 @@ func TestPipelinedWritesQueuedWhileRaftBusy(t *testing.T) {
 func TestReplyNotHeldBehindUnappliedWrite(t *testing.T) {
 	s := startServer(t, nil)
 	c := dial(t, s)
-	gate := make(chan struct{})
-	released := false
-	release := func() {
-		if !released {
-			released = true
-			close(gate)
-		}
-	}
-	t.Cleanup(release)
-	s.sm.mu.Lock() // orders this write before the loop's next Apply reads hooks
-	s.sm.hooks = gatedHooks{applyHooks: s.sm.hooks, gate: gate}
-	s.sm.mu.Unlock()
+	release := holdGatedCreate(t, s)
 
 	const firstXid = gateXid + 10
 	world := []jute.ACL{{Perms: jute.PermAll, ID: jute.Id{Scheme: "world", ID: "anyone"}}}
