@@ -2,7 +2,6 @@ package consensus
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -167,7 +166,7 @@ func TestConfChangeBaseOnApply(t *testing.T) {
 					continue // removed: it may not apply its removal
 				}
 				require.Equal(t, c.ConfState(), c.appliedConf(), "member %d published its conf state", id)
-				require.Equal(t, wantVoters, slices.Sorted(slices.Values(c.appliedConf().GetVoters())), "member %d's voters", id)
+				require.Equal(t, wantVoters, sortedVoters(c.appliedConf()), "member %d's voters", id)
 				require.Equal(t, tt.learners, c.appliedConf().GetLearners(), "member %d's learners", id)
 				require.Equal(t, tt.observer, c.observers[9], "member %d: 9 is an observer", id)
 				if id != follower {

@@ -231,9 +231,8 @@ func TestCoreMemberChangePlannedAgainstStaleMembership(t *testing.T) {
 		g.round(t)
 	}
 	require.Equal(t, []error{nil}, first, "the leader removed member %d", a)
-	require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, p})), slices.Sorted(slices.Values(g.cores[lead].appliedConf().GetVoters())))
-	require.Equal(t, []uint64{1, 2, 3}, slices.Sorted(slices.Values(g.cores[p].appliedConf().GetVoters())),
-		"member %d has not applied the removal", p)
+	require.Equal(t, sortedIDs(lead, p), sortedVoters(g.cores[lead].appliedConf()))
+	require.Equal(t, []uint64{1, 2, 3}, sortedVoters(g.cores[p].appliedConf()), "member %d has not applied the removal", p)
 
 	// p plans against [1 2 3]: keep a and p, that is remove the leader.
 	var second []error
@@ -246,8 +245,7 @@ func TestCoreMemberChangePlannedAgainstStaleMembership(t *testing.T) {
 		g.round(t)
 	}
 	for _, id := range []uint64{lead, p} {
-		require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, p})), slices.Sorted(slices.Values(g.cores[id].appliedConf().GetVoters())),
-			"member %d's voters", id)
+		require.Equal(t, sortedIDs(lead, p), sortedVoters(g.cores[id].appliedConf()), "member %d's voters", id)
 	}
 	require.Len(t, second, 1, "outcome reported once")
 	require.ErrorIs(t, second[0], ErrMembershipChanged)
@@ -270,10 +268,16 @@ func TestCoreMemberChangeQueuedBehindAnother(t *testing.T) {
 		g.round(t)
 	}
 	require.Equal(t, []error{nil}, first)
-	require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, o[1]})), slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
+	require.Equal(t, sortedIDs(lead, o[1]), sortedVoters(c.appliedConf()))
 	require.Len(t, second, 1)
 	require.ErrorIs(t, second[0], ErrMembershipChanged)
 }
+
+// sortedIDs returns ids sorted, in a new slice.
+func sortedIDs(ids ...uint64) []uint64 { return slices.Sorted(slices.Values(ids)) }
+
+// sortedVoters returns cs's voters sorted, in a new slice.
+func sortedVoters(cs *pb.ConfState) []uint64 { return sortedIDs(cs.GetVoters()...) }
 
 // others returns the members of 1, 2, 3 other than id.
 func others(id uint64) []uint64 {
@@ -313,8 +317,7 @@ func TestCoreMemberChangeMovedWhileWaitingForPromotion(t *testing.T) {
 	}
 	for _, id := range []uint64{lead, o[1]} {
 		cs := g.cores[id].appliedConf()
-		require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, o[1]})), slices.Sorted(slices.Values(cs.GetVoters())),
-			"member %d's voters", id)
+		require.Equal(t, sortedIDs(lead, o[1]), sortedVoters(cs), "member %d's voters", id)
 		require.False(t, isMember(cs, 4), "member %d still has member 4 (voters %v learners %v)", id, cs.GetVoters(), cs.GetLearners())
 	}
 	require.Len(t, got, 1, "outcome reported once")
@@ -358,8 +361,7 @@ func TestCoreMemberChangeMovedKeepsPromotedVoters(t *testing.T) {
 	}
 	for _, id := range []uint64{lead, o[1], 4} {
 		cs := g.cores[id].appliedConf()
-		require.Equal(t, slices.Sorted(slices.Values([]uint64{lead, o[1], 4})), slices.Sorted(slices.Values(cs.GetVoters())),
-			"member %d's voters", id)
+		require.Equal(t, sortedIDs(lead, o[1], 4), sortedVoters(cs), "member %d's voters", id)
 		require.False(t, isMember(cs, 5), "member %d still has learner 5", id)
 	}
 	require.Empty(t, g.bad)
@@ -386,8 +388,8 @@ func TestCoreChangeMembersBaseMoved(t *testing.T) {
 		g.round(t)
 	}
 	require.Equal(t, []error{nil}, first)
-	moved := slices.Sorted(slices.Values([]uint64{lead, x}))
-	require.Equal(t, moved, slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
+	moved := sortedIDs(lead, x)
+	require.Equal(t, moved, sortedVoters(c.appliedConf()))
 
 	var got []error
 	c.ChangeMembers(base, target, func(err error) { got = append(got, err) })
@@ -398,7 +400,7 @@ func TestCoreChangeMembersBaseMoved(t *testing.T) {
 	}
 	require.Len(t, got, 1, "outcome reported once")
 	cs := c.appliedConf()
-	require.Equal(t, moved, slices.Sorted(slices.Values(cs.GetVoters())))
+	require.Equal(t, moved, sortedVoters(cs))
 	require.Empty(t, cs.GetLearners())
 	require.Empty(t, g.bad)
 }
