@@ -191,7 +191,7 @@ func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	}
 	switch mc.phase {
 	case phasePromote:
-		mc.phase, mc.i, mc.proposed, mc.wait = phaseRollback, 0, false, 0
+		mc.nextPhase(phaseRollback)
 		mc.cause = fmt.Errorf("%w: %w", ErrNotCaughtUp, cause)
 		mc.rollback = 3 * c.cfg.ElectionTicks
 		c.driveChanges()
@@ -290,7 +290,7 @@ func (c *Core) driveChange(mc *MemberChange) {
 					mc.added = append(mc.added, p.ID)
 					c.lg.Info().Uint64("member", p.ID).Str("addr", p.Addr).Bool("observer", p.Observer).Msg("member added as learner")
 				}
-				mc.i, mc.proposed, mc.wait, mc.step = mc.i+1, false, 0, nil
+				mc.nextStep()
 				continue
 			}
 			typ := pb.ConfChangeAddLearnerNode
@@ -320,7 +320,7 @@ func (c *Core) driveChange(mc *MemberChange) {
 			}
 			id := mc.remove[mc.i]
 			if !isMember(cs, id) {
-				mc.i, mc.proposed, mc.wait, mc.step = mc.i+1, false, 0, nil
+				mc.nextStep()
 				continue
 			}
 			cc := confChange(pb.ConfChangeRemoveNode, id, "")
@@ -341,19 +341,19 @@ func (c *Core) driveChange(mc *MemberChange) {
 			id := mc.added[mc.i]
 			if !isMember(cs, id) {
 				c.lg.Warn().Uint64("member", id).Msg("removed a new member after a failed membership change")
-				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
+				mc.nextStep()
 				continue
 			}
 			if mc.learnersOnly && slices.Contains(cs.GetVoters(), id) {
 				// Promoted meanwhile: a voter is not removed without a base.
 				mc.kept = append(mc.kept, id)
-				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
+				mc.nextStep()
 				continue
 			}
 			if err := c.proposeStep(mc, cs, confChange(pb.ConfChangeRemoveNode, id, "")); err != nil {
 				c.lg.Warn().Err(err).Uint64("member", id).Msg("removing a new member after a failed membership change")
 				mc.kept = append(mc.kept, id)
-				mc.i, mc.proposed, mc.wait = mc.i+1, false, 0
+				mc.nextStep()
 				continue
 			}
 			return
@@ -402,6 +402,11 @@ func (c *Core) failMoved(mc *MemberChange, cs *pb.ConfState, err error) {
 
 func (mc *MemberChange) nextPhase(p changePhase) {
 	mc.phase, mc.i, mc.proposed, mc.wait, mc.step = p, 0, false, 0, nil
+}
+
+// nextStep moves mc to the next step of its phase, not proposed yet.
+func (mc *MemberChange) nextStep() {
+	mc.i, mc.proposed, mc.wait, mc.step = mc.i+1, false, 0, nil
 }
 
 // follow checks the conf state cs applied here against mc's base and moves
