@@ -705,22 +705,12 @@ func (c *Core) applyCommitted(ents []*pb.Entry) error {
 					return fmt.Errorf("state machine cannot apply entry %d (term %d): %w", idx, e.GetTerm(), err)
 				}
 			}
-		case pb.EntryConfChange:
-			var cc pb.ConfChange
-			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-				return fmt.Errorf("decode conf change at index %d: %w", idx, err)
+		case pb.EntryConfChange, pb.EntryConfChangeV2:
+			cc, err := decodeConfChange(e)
+			if err != nil {
+				return fmt.Errorf("conf change at index %d: %w", idx, err)
 			}
-			if err := c.applyConfChange(idx, &cc); err != nil {
-				c.applied.advance(applied) // fatal, as for an Apply error
-				return err
-			}
-			confChanged = true
-		case pb.EntryConfChangeV2:
-			var cc pb.ConfChangeV2
-			if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
-				return fmt.Errorf("decode conf change v2 at index %d: %w", idx, err)
-			}
-			if err := c.applyConfChange(idx, &cc); err != nil {
+			if err := c.applyConfChange(idx, cc); err != nil {
 				c.applied.advance(applied) // fatal, as for an Apply error
 				return err
 			}
@@ -742,6 +732,23 @@ func (c *Core) applyCommitted(ents []*pb.Entry) error {
 	}
 	c.applied.advance(applied)
 	return nil
+}
+
+// decodeConfChange decodes the conf change a raft entry of type
+// EntryConfChange or EntryConfChangeV2 carries.
+func decodeConfChange(e *pb.Entry) (pb.ConfChangeI, error) {
+	if e.GetType() == pb.EntryConfChange {
+		var cc pb.ConfChange
+		if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+			return nil, fmt.Errorf("decode conf change: %w", err)
+		}
+		return &cc, nil
+	}
+	var cc pb.ConfChangeV2
+	if err := proto.Unmarshal(e.GetData(), &cc); err != nil {
+		return nil, fmt.Errorf("decode conf change v2: %w", err)
+	}
+	return &cc, nil
 }
 
 // applyConfChange applies cc, the conf change at index idx, to raft and

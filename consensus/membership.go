@@ -10,7 +10,6 @@ import (
 
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.etcd.io/raft/v3/tracker"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/zkraft/zkraft/internal/mutation"
 )
@@ -272,22 +271,12 @@ func (c *Core) checkForwarded(m *pb.Message) error {
 		return nil
 	}
 	for _, e := range m.GetEntries() {
-		var cc pb.ConfChangeI
-		switch e.GetType() {
-		case pb.EntryConfChange:
-			var c pb.ConfChange
-			if err := proto.Unmarshal(e.GetData(), &c); err != nil {
-				return fmt.Errorf("decode forwarded conf change: %w", err)
-			}
-			cc = &c
-		case pb.EntryConfChangeV2:
-			var c pb.ConfChangeV2
-			if err := proto.Unmarshal(e.GetData(), &c); err != nil {
-				return fmt.Errorf("decode forwarded conf change: %w", err)
-			}
-			cc = &c
-		default:
+		if t := e.GetType(); t != pb.EntryConfChange && t != pb.EntryConfChangeV2 {
 			continue
+		}
+		cc, err := decodeConfChange(e)
+		if err != nil {
+			return fmt.Errorf("forwarded: %w", err)
 		}
 		if err := c.checkConfChange(c.appliedConf(), cc.AsV2(), true); err != nil {
 			return err
