@@ -97,6 +97,10 @@ type result struct {
 	ops int64
 	dur time.Duration
 	lat []time.Duration
+	// rates holds each round's ops/s, in round order (add appends).
+	rates []float64
+	// handoffs are the lock hand-off workload's phases (nil otherwise).
+	handoffs *handoffPhases
 }
 
 func (r result) rate() float64 {
@@ -110,6 +114,37 @@ func (r *result) add(o result) {
 	r.ops += o.ops
 	r.dur += o.dur
 	r.lat = append(r.lat, o.lat...)
+	r.rates = append(r.rates, o.rate())
+	if o.handoffs != nil {
+		if r.handoffs == nil {
+			r.handoffs = &handoffPhases{}
+		}
+		r.handoffs.add(*o.handoffs)
+	}
+}
+
+// roundRatios returns z's rate over a's in each round both ran (the two
+// servers of a round run back to back), as "min–max", or "" with fewer
+// than two rounds: the spread shows how far one round's ratio moves.
+func roundRatios(z, a *result) string {
+	n := min(len(z.rates), len(a.rates))
+	if n < 2 {
+		return ""
+	}
+	lo, hi := 0.0, 0.0
+	for i := 0; i < n; i++ {
+		if a.rates[i] <= 0 {
+			return ""
+		}
+		q := z.rates[i] / a.rates[i]
+		if i == 0 || q < lo {
+			lo = q
+		}
+		if i == 0 || q > hi {
+			hi = q
+		}
+	}
+	return fmt.Sprintf(" (rounds %.2f–%.2f)", lo, hi)
 }
 
 func (r result) pct(p int) time.Duration {
@@ -134,6 +169,8 @@ type client struct {
 type worker struct {
 	*client
 	created []string
+	// locks records each acquisition of the lock hand-off workload.
+	locks []lockTimes
 }
 
 // errStopped ends a client's run while it waits for a lock.
@@ -178,10 +215,15 @@ var workloads = []workload{
 		return err
 	}, 0, 0},
 	{"lock", 1.5, func(cl *worker, _ int, _ []byte, stop <-chan struct{}) error {
-		return lockOnce(cl.conn, fmt.Sprintf("/bench/locks/l%d", cl.id), stop)
+		return lockOnce(cl.conn, fmt.Sprintf("/bench/locks/l%d", cl.id), stop, nil)
 	}, 0, 0},
 	{"lock hand-offs", 1.5, func(cl *worker, _ int, _ []byte, stop <-chan struct{}) error {
-		return lockOnce(cl.conn, "/bench/locks/shared", stop)
+		var t lockTimes
+		if err := lockOnce(cl.conn, "/bench/locks/shared", stop, &t); err != nil {
+			return err
+		}
+		cl.locks = append(cl.locks, t)
+		return nil
 	}, 0, 0},
 	{"session", 1.5, func(cl *worker, _ int, _ []byte, _ <-chan struct{}) error {
 		return sessionOnce(cl.addr)
@@ -211,7 +253,7 @@ func (nopLogger) Printf(string, ...any) {}
 // below with getData and look again when it goes. Release deletes the child.
 // If stop closes while waiting, the child is deleted and errStopped
 // returned.
-func lockOnce(c *zk.Conn, dir string, stop <-chan struct{}) error {
+func lockOnce(c *zk.Conn, dir string, stop <-chan struct{}, t *lockTimes) error {
 	p, err := c.Create(dir+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
 	if err != nil {
 		return fmt.Errorf("create lock node: %w", err)
@@ -239,12 +281,18 @@ func lockOnce(c *zk.Conn, dir string, stop <-chan struct{}) error {
 		}
 		select {
 		case <-ev:
+			if t != nil {
+				t.event, t.waited = time.Now(), true
+			}
 		case <-stop:
 			if err := c.Delete(p, -1); err != nil {
 				return fmt.Errorf("give up lock: %w", err)
 			}
 			return errStopped
 		}
+	}
+	if t != nil {
+		t.acquired = time.Now()
 	}
 	if err := c.Delete(p, -1); err != nil {
 		return fmt.Errorf("release lock: %w", err)
@@ -393,6 +441,9 @@ func main() {
 				if s.target == zktest.Zkraft {
 					batch += fmt.Sprintf("; snapshots %d", c1.snapshots-c0.snapshots)
 				}
+				if h := res.handoffs; h != nil && h.n > 0 {
+					batch += "; " + h.String()
+				}
 				fmt.Fprintf(os.Stderr, "%-7s %-15s round %d %9.0f ops/s  p50 %-8v p99 %-8v znodes %d%s\n",
 					s.target, w.name, r+1, res.rate(), res.pct(50), res.pct(99), znodes, batch)
 			}
@@ -427,11 +478,23 @@ func main() {
 		}
 		if a.ops > 0 && z.ops > 0 {
 			q := z.rate() / a.rate()
-			ratio = fmt.Sprintf("%.2fx", q)
+			ratio = fmt.Sprintf("%.2fx%s", q, roundRatios(z, a))
 			bars = append(bars, bar{w.name, q, w.target})
 		}
 		fmt.Printf("| %s | %.0f | %.0f | %s | %s | %v / %v | %v / %v |\n", w.name, z.rate(), a.rate(), ratio, tgt,
 			z.pct(50), z.pct(99), a.pct(50), a.pct(99))
+	}
+	for _, w := range ws {
+		if z, a := results[w.name][zktest.Zkraft], results[w.name][zktest.Apache]; z != nil || a != nil {
+			var zh, ah *handoffPhases
+			if z != nil {
+				zh = z.handoffs
+			}
+			if a != nil {
+				ah = a.handoffs
+			}
+			fmt.Print(handoffTable(zh, ah))
+		}
 	}
 	if *svgPath != "" {
 		title := fmt.Sprintf("zkraft / ZooKeeper 3.8 throughput, %s, %d clients", mode, *nClients)
@@ -660,8 +723,13 @@ func run(s *server, w workload, d time.Duration, value []byte) (result, error) {
 		return r, err
 	}
 	var created []string
+	var locks []lockTimes
 	for _, wk := range workers {
 		created = append(created, wk.created...)
+		locks = append(locks, wk.locks...)
+	}
+	if len(locks) > 0 {
+		r.handoffs = handoffsOf(locks)
 	}
 	if err := deleteNodes(clients, created); err != nil {
 		return r, fmt.Errorf("%s %s: delete the %d nodes it created: %w", s.target, w.name, len(created), err)
