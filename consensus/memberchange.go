@@ -58,7 +58,13 @@ type MemberChange struct {
 	learnersOnly bool
 	kept         []uint64
 	rollback     int // ticks the rollback may still take
-	finished     bool
+	// pending is the member whose add step was proposed but not seen
+	// applied when CancelMemberChange gave the change up (0: none); the
+	// rollback waits for it until settled, once one of its own removals
+	// applied after it.
+	pending  uint64
+	settled  bool
+	finished bool
 }
 
 type changePhase int
@@ -173,14 +179,18 @@ func (c *Core) startChange(add []Peer, remove []uint64, base *pb.ConfState, done
 }
 
 // CancelMemberChange gives up on mc with cause (its caller's context
-// ended). A change waiting for its new members' promotion first removes the
-// learners it added (for at most three election timeouts) and then reports
-// ErrNotCaughtUp wrapping cause; otherwise it reports cause at once. The
-// steps applied so far stay applied. If the learners could not be removed
-// in that time (no quorum, or a promotion proposed earlier still pending:
-// raft takes one conf change at a time), the error says they may still be
-// in the group: the promotion can commit after the outcome was reported. No-op for a finished change. Core
-// goroutine.
+// ended). A change that added learners first removes them (for at most
+// three election timeouts): one waiting for its new members' promotion
+// then reports ErrNotCaughtUp wrapping cause; one still adding learners
+// also removes those whose add step it proposed and sees applied only now
+// (the step may commit after the cancel; the rollback checks it last), but
+// only members that are still learners (a promoted one stays a voter, named
+// in the error), then reports cause. Otherwise it reports cause at once,
+// and the removals applied so far stay applied. If the learners could not
+// be removed in that time (no quorum, or a promotion proposed earlier
+// still pending: raft takes one conf change at a time), the error says
+// they may still be in the group: the promotion can commit after the
+// outcome was reported. No-op for a finished change. Core goroutine.
 func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	if mc == nil || mc.finished || mc.phase == phaseRollback {
 		return
@@ -196,7 +206,25 @@ func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 		mc.rollback = 3 * c.cfg.ElectionTicks
 		c.driveChanges()
 	case phaseAdd:
-		c.finishChange(mc, fmt.Errorf("consensus: add member %d as learner: %w", mc.add[mc.i].ID, cause))
+		err := fmt.Errorf("consensus: add member %d as learner: %w", mc.add[mc.i].ID, cause)
+		added := slices.Clone(mc.added)
+		if mc.proposed {
+			// Its step may still commit. Checked last: raft takes the
+			// removals before it only once that step is no longer pending.
+			added = append(added, mc.add[mc.i].ID)
+			mc.pending = mc.add[mc.i].ID
+		}
+		if len(added) == 0 {
+			c.finishChange(mc, err)
+			return
+		}
+		// The learners added so far go again, as after a failed change
+		// (failMoved): only those still learners.
+		mc.nextPhase(phaseRollback)
+		mc.added, mc.learnersOnly = added, true
+		mc.cause = err
+		mc.rollback = 3 * c.cfg.ElectionTicks
+		c.driveChanges()
 	default:
 		c.finishChange(mc, fmt.Errorf("consensus: remove member %d: %w", mc.remove[mc.i], cause))
 	}
@@ -340,6 +368,16 @@ func (c *Core) driveChange(mc *MemberChange) {
 			}
 			id := mc.added[mc.i]
 			if !isMember(cs, id) {
+				if id == mc.pending && !mc.settled {
+					// Its add step, proposed before the change was given
+					// up, may still commit: wait for it (or the deadline).
+					return
+				}
+				if mc.proposed {
+					// This rollback's own removal applied: every conf
+					// change proposed before it is decided.
+					mc.settled = true
+				}
 				c.lg.Warn().Uint64("member", id).Msg("removed a new member after a failed membership change")
 				mc.nextStep()
 				continue

@@ -164,6 +164,85 @@ func TestCoreMemberChangeCancelRollsBack(t *testing.T) {
 	require.False(t, isMember(c.appliedConf(), lead))
 }
 
+// TestCoreMemberChangeCancelWhileAddingRollsBack gives up on a change while
+// it adds learners, with the step of the learner it adds last proposed but
+// unable to commit (the followers are down): every learner it added, and the
+// one whose step commits only after the cancel, must go again. Before, a
+// change given up while adding left them all in the group as learners.
+func TestCoreMemberChangeCancelWhileAddingRollsBack(t *testing.T) {
+	tests := []struct {
+		name string
+		add  []Peer
+		// downAfter: the followers go down once this member is a learner
+		// here (0: at once, the first step pending).
+		downAfter uint64
+	}{
+		{name: "first added, second pending", add: []Peer{{ID: 8}, {ID: 9}}, downAfter: 8},
+		{name: "first pending", add: []Peer{{ID: 8}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newCoreGroup(t, 3)
+			lead := g.waitLeader(t)
+			c := g.cores[lead]
+			var outcome []error
+			mc := c.StartMemberChange(tt.add, nil, func(err error) { outcome = append(outcome, err) })
+			added := func() bool { return tt.downAfter == 0 || isMember(c.appliedConf(), tt.downAfter) }
+			// Deliver and handle until downAfter is a learner here, then
+			// take the followers down before the next step can commit.
+			for r := 0; r < 40 && !added(); r++ {
+				g.now = g.now.Add(DefaultTickInterval)
+				c.Tick()
+				for (len(g.queue) > 0 || g.anyReady()) && !added() {
+					q := g.queue
+					g.queue = nil
+					for _, m := range q {
+						_ = g.cores[m.GetTo()].Step(m)
+					}
+					for _, id := range []uint64{1, 2, 3} {
+						for g.cores[id].HasReady() && !added() {
+							require.NoError(t, g.cores[id].HandleReady())
+						}
+					}
+				}
+			}
+			require.True(t, added())
+			followers := slices.DeleteFunc([]uint64{1, 2, 3}, func(id uint64) bool { return id == lead })
+			for _, id := range followers {
+				g.down[id] = true
+			}
+			for r := 0; r < 3; r++ {
+				g.round(t)
+			}
+			last := tt.add[len(tt.add)-1].ID
+			require.False(t, isMember(c.appliedConf(), last), "the followers are down: %d's step cannot commit", last)
+			require.Empty(t, outcome)
+
+			cause := errors.New("caller gave up")
+			c.CancelMemberChange(mc, cause)
+			g.queue = nil // what the leader sent the members that are down
+			for _, id := range followers {
+				g.down[id] = false
+			}
+			for r := 0; r < 200 && len(outcome) == 0; r++ {
+				g.round(t)
+			}
+			for r := 0; r < 20; r++ { // anything still pending commits now
+				g.round(t)
+			}
+			require.Len(t, outcome, 1)
+			require.ErrorIs(t, outcome[0], cause)
+			cs := c.appliedConf()
+			for _, p := range tt.add {
+				require.False(t, isMember(cs, p.ID), "member %d it added removed again: voters %v learners %v",
+					p.ID, cs.GetVoters(), cs.GetLearners())
+			}
+			require.Equal(t, []uint64{1, 2, 3}, sortedVoters(cs))
+			require.Empty(t, g.bad)
+		})
+	}
+}
+
 // waitLeader runs rounds until a leader is elected and returns it.
 func (g *coreGroup) waitLeader(t *testing.T) uint64 {
 	t.Helper()
