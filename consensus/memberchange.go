@@ -201,9 +201,7 @@ func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	}
 	switch mc.phase {
 	case phasePromote:
-		mc.nextPhase(phaseRollback)
-		mc.cause = fmt.Errorf("%w: %w", ErrNotCaughtUp, cause)
-		mc.rollback = 3 * c.cfg.ElectionTicks
+		c.startRollback(mc, mc.added, false, fmt.Errorf("%w: %w", ErrNotCaughtUp, cause))
 		c.driveChanges()
 	case phaseAdd:
 		err := fmt.Errorf("consensus: add member %d as learner: %w", mc.add[mc.i].ID, cause)
@@ -220,10 +218,7 @@ func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 		}
 		// The learners added so far go again, as after a failed change
 		// (failMoved): only those still learners.
-		mc.nextPhase(phaseRollback)
-		mc.added, mc.learnersOnly = added, true
-		mc.cause = err
-		mc.rollback = 3 * c.cfg.ElectionTicks
+		c.startRollback(mc, added, true, err)
 		c.driveChanges()
 	default:
 		c.finishChange(mc, fmt.Errorf("consensus: remove member %d: %w", mc.remove[mc.i], cause))
@@ -432,9 +427,15 @@ func (c *Core) failMoved(mc *MemberChange, cs *pb.ConfState, err error) {
 		c.finishChange(mc, err)
 		return
 	}
+	c.startRollback(mc, learners, true, err)
+}
+
+// startRollback turns mc into the removal of the members in added (only
+// those still learners when their turn comes, if learnersOnly), for at most
+// three election timeouts; mc then reports cause.
+func (c *Core) startRollback(mc *MemberChange, added []uint64, learnersOnly bool, cause error) {
 	mc.nextPhase(phaseRollback)
-	mc.added, mc.learnersOnly = learners, true
-	mc.cause = err
+	mc.added, mc.learnersOnly, mc.cause = added, learnersOnly, cause
 	mc.rollback = 3 * c.cfg.ElectionTicks
 }
 
