@@ -334,6 +334,8 @@ func main() {
 	flag.DurationVar(&so.maxWait, "scale-max-wait", 90*time.Second, "scale run: longest light load while waiting for a snapshot")
 	flag.StringVar(&so.heapFile, "scale-heap", "", "scale run: write zkraft's heap profile after the load to this file")
 	flag.StringVar(&so.logDir, "scale-logs", "", "scale run: copy each server's log into this directory")
+	flag.DurationVar(&so.writeDur, "scale-write", 10*time.Second, "scale run: measured time of the full-speed setData on the large tree (0: skip it)")
+	flag.IntVar(&so.writeClients, "scale-write-clients", 16, "scale run: synchronous clients of the full-speed setData")
 	flag.BoolVar(&so.keep, "scale-keep", false, "scale run: keep each server's directory (zoo.cfg, data) for restarts by hand")
 	flag.Parse()
 	if *scaleN > 0 {

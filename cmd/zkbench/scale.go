@@ -22,7 +22,14 @@ package main
 //     by polling every 20 ms: for ZooKeeper from the moment its new
 //     snapshot.<zxid> file appears until its size stops growing; for zkraft
 //     from the moment mntr shows applied - last snapshot index >= snapCount
-//     until the last snapshot index moves.
+//     until the last snapshot index moves;
+//   - writes on the large tree: both servers restarted again with their
+//     default snapCount, -scale-write-clients synchronous clients run setData
+//     on znodes spread over the whole tree as fast as they can, first
+//     unmeasured for writeWarmup (ZooKeeper's JVM starts cold after the
+//     restart), then for -scale-write: the rate and latency to compare with
+//     the same workload on the small tree of the workload run (the snapshots
+//     of a large tree and a large heap's GC are in them).
 
 import (
 	"bufio"
@@ -110,6 +117,7 @@ type scaleFigures struct {
 	ready, readable  time.Duration // restart: exec to srvr, and to the last znode read
 	quiet, during    result        // light load latencies outside and overlapping snapshots
 	snapshots        []span
+	writes           result // full-speed setData on the large tree (ops, dur, latencies)
 }
 
 func (f *scaleFigures) longestSnapshot() time.Duration {
@@ -134,7 +142,14 @@ type scaleOptions struct {
 	heapFile  string        // zkraft: write a heap profile after the load here ("" = none)
 	logDir    string        // keep each server's log here ("" = none)
 	keep      bool          // keep the servers' directories (zoo.cfg, data, log)
+	// Full-speed setData on the large tree: measured time (0: skipped) and
+	// clients.
+	writeDur     time.Duration
+	writeClients int
 }
+
+// writeWarmup is the unmeasured start of the full-speed setData.
+const writeWarmup = 5 * time.Second
 
 // scaleValue is the 100-byte value of every scale znode.
 var scaleValue = []byte(strings.Repeat("0123456789", 10))
@@ -223,7 +238,67 @@ func runScale(target zktest.Target, o scaleOptions) (*scaleFigures, error) {
 	if err := lightLoad(srv, o, f, logf); err != nil {
 		return nil, fmt.Errorf("%s: light load: %w", target, err)
 	}
+
+	// 5. Writes on the large tree, with the default snapCount again.
+	if o.writeDur > 0 {
+		if err := srv.Relaunch(map[string]string{}); err != nil {
+			return nil, err
+		}
+		if err := readUntil(srv.Addr, last, 60*time.Second); err != nil {
+			return nil, fmt.Errorf("%s: after the second restart: %w", target, err)
+		}
+		if f.writes, err = writeBurst(srv.Addr, o, writeWarmup); err != nil {
+			return nil, fmt.Errorf("%s: setData on the large tree: %w", target, err)
+		}
+		logf("setData on the large tree: %.0f ops/s, p50 %v, p99 %v (%d clients, %v)", f.writes.rate(), f.writes.pct(50),
+			f.writes.pct(99), o.writeClients, o.writeDur)
+	}
 	return f, nil
+}
+
+// writeBurst runs o.writeClients synchronous clients doing setData of the
+// 100-byte value on znodes spread over the whole tree (client c takes
+// every writeClients-th znode from its own start, in a stride that
+// crosses parents), unmeasured for warmup, then measured for o.writeDur.
+func writeBurst(addr string, o scaleOptions, warmup time.Duration) (result, error) {
+	conns := make([]*zk.Conn, o.writeClients)
+	for i := range conns {
+		c, err := dial(addr)
+		if err != nil {
+			return result{}, err
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	begin := time.Now()
+	from, end := begin.Add(warmup), begin.Add(warmup+o.writeDur)
+	lat := make([][]time.Duration, len(conns))
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for ci, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := ci; time.Now().Before(end); i += len(conns) {
+				p := scalePath(o.parents, (i*7919)%o.nodes) // 7919 is prime: the stride visits every znode
+				t0 := time.Now()
+				if _, err := c.Set(p, scaleValue, -1); err != nil {
+					errs[ci] = fmt.Errorf("%s: %w", p, err)
+					return
+				}
+				if t1 := time.Now(); !t0.Before(from) && t1.Before(end) {
+					lat[ci] = append(lat[ci], t1.Sub(t0))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	r := result{dur: o.writeDur}
+	for _, l := range lat {
+		r.ops += int64(len(l))
+		r.lat = append(r.lat, l...)
+	}
+	return r, errors.Join(errs...)
 }
 
 func dial(addr string) (*zk.Conn, error) {
@@ -581,6 +656,18 @@ func formatScaleTable(z, a *scaleFigures) string {
 		}, nil, "no stall"},
 		{"snapshots seen, longest (s)", func(f *scaleFigures) string {
 			return fmt.Sprintf("%d, %s", len(f.snapshots), secs(f.longestSnapshot()))
+		}, nil, ""},
+		{"setData on the large tree, full speed (ops/s)", func(f *scaleFigures) string {
+			if f.writes.ops == 0 {
+				return "not run"
+			}
+			return fmt.Sprintf("%.0f", f.writes.rate())
+		}, func(f *scaleFigures) float64 { return f.writes.rate() }, ""},
+		{"  its p50 / p99", func(f *scaleFigures) string {
+			if f.writes.ops == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%v / %v", f.writes.pct(50), f.writes.pct(99))
 		}, nil, ""},
 	}
 	nodes := 0

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/zkraft/zkraft/internal/zktest"
 )
 
 func TestParseProcStatus(t *testing.T) {
@@ -77,7 +79,8 @@ func TestFormatScaleTable(t *testing.T) {
 		rssLoad: procMem{rss: 400 << 10}, rssIdle: procMem{rss: 300 << 10, anon: 280 << 10, file: 20 << 10, peak: 900 << 10},
 		ready: 1500 * time.Millisecond, readable: 2 * time.Second,
 		quiet: result{lat: ms(1, 2, 3)}, during: result{lat: ms(4, 5)},
-		snapshots: []span{{time.Unix(0, 0), time.Unix(1, 500e6)}}}
+		snapshots: []span{{time.Unix(0, 0), time.Unix(1, 500e6)}},
+		writes:    result{ops: 300000, dur: 10 * time.Second, lat: ms(1, 2, 3)}}
 	a := &scaleFigures{nodes: 1000000, load: 50 * time.Second,
 		rssLoad: procMem{rss: 1000 << 10}, rssIdle: procMem{rss: 600 << 10, peak: 1200 << 10},
 		ready: 8 * time.Second, readable: 10 * time.Second, quiet: result{lat: ms(2)}}
@@ -97,6 +100,8 @@ func TestFormatScaleTable(t *testing.T) {
 			"| light load p99, no snapshot | 2ms (3 req) | 2ms (1 req) | - |  |",
 			"| light load p99 / max, during a snapshot | 4ms / 5ms (2 req) | no snapshot seen | - | no stall |",
 			"| snapshots seen, longest (s) | 1, 1.50 | 0, 0.00 | - |  |",
+			"| setData on the large tree, full speed (ops/s) | 30000 | not run | - |  |",
+			"|   its p50 / p99 | 2ms / 2ms | - | - |  |",
 		}},
 		{"zkraft only", z, nil, []string{
 			"| RSS after load (MB) | 400 | - | - | ≤ 0.5x |",
@@ -113,6 +118,46 @@ func TestFormatScaleTable(t *testing.T) {
 				if !strings.Contains(out, w) {
 					t.Errorf("missing %q in\n%s", w, out)
 				}
+			}
+		})
+	}
+}
+
+// TestWriteBurstSpreadsOverTheTree runs the scale run's full-speed setData
+// against each real server on a small tree: it must complete writes, time
+// only those inside its window, and spread them over the parents.
+func TestWriteBurstSpreadsOverTheTree(t *testing.T) {
+	o := scaleOptions{nodes: 200, parents: 4, conns: 2, inflight: 4, writeDur: 300 * time.Millisecond, writeClients: 4}
+	for _, target := range zktest.Targets() {
+		t.Run(string(target), func(t *testing.T) {
+			zs := zktest.Start(t, target, zktest.Options{})
+			if err := createTree(zs.Addr, o, func(string, ...any) {}); err != nil {
+				t.Fatalf("create the tree: %v", err)
+			}
+			r, err := writeBurst(zs.Addr, o, 100*time.Millisecond)
+			if err != nil {
+				t.Fatalf("writeBurst: %v", err)
+			}
+			if r.ops == 0 || int64(len(r.lat)) != r.ops || r.dur != o.writeDur {
+				t.Fatalf("writeBurst = %d ops, %d latencies over %v; want some, one each, over %v", r.ops, len(r.lat), r.dur, o.writeDur)
+			}
+			c, err := dial(zs.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			written := map[int]bool{} // parents with a written znode
+			for i := 0; i < o.nodes; i++ {
+				_, st, err := c.Get(scalePath(o.parents, i))
+				if err != nil {
+					t.Fatalf("%s: %v", scalePath(o.parents, i), err)
+				}
+				if st.Version > 0 {
+					written[i%o.parents] = true
+				}
+			}
+			if len(written) != o.parents {
+				t.Fatalf("znodes written under %d of %d parents, want all", len(written), o.parents)
 			}
 		})
 	}
