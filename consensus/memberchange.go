@@ -60,8 +60,8 @@ type MemberChange struct {
 	rollback     int // ticks the rollback may still take
 	// pending is the member whose add step was proposed but not seen
 	// applied when CancelMemberChange gave the change up (0: none); the
-	// rollback waits for it until settled, once one of its own removals
-	// applied after it.
+	// rollback waits for it until settled: once one of the rollback's own
+	// removals applied.
 	pending  uint64
 	settled  bool
 	finished bool
@@ -179,18 +179,20 @@ func (c *Core) startChange(add []Peer, remove []uint64, base *pb.ConfState, done
 }
 
 // CancelMemberChange gives up on mc with cause (its caller's context
-// ended). A change that added learners first removes them (for at most
-// three election timeouts): one waiting for its new members' promotion
-// then reports ErrNotCaughtUp wrapping cause; one still adding learners
-// also removes those whose add step it proposed and sees applied only now
-// (the step may commit after the cancel; the rollback checks it last), but
-// only members that are still learners (a promoted one stays a voter, named
-// in the error), then reports cause. Otherwise it reports cause at once,
-// and the removals applied so far stay applied. If the learners could not
-// be removed in that time (no quorum, or a promotion proposed earlier
-// still pending: raft takes one conf change at a time), the error says
-// they may still be in the group: the promotion can commit after the
-// outcome was reported. No-op for a finished change. Core goroutine.
+// ended). A change waiting for its new members' promotion removes the
+// members it added (promoted or not) and then reports ErrNotCaughtUp
+// wrapping cause. A change still adding learners removes those it added
+// that are still learners (a promoted one stays a voter, named in the
+// error) and, last, the one whose add step it proposed but had not seen
+// applied: that step may commit after the cancel. Once a learner added
+// before it is removed, a late copy of the step applies as no change (its
+// base holds that learner, confbase.go); with none before it, the rollback
+// waits for the step. Either rollback takes at most three election
+// timeouts; members it could not remove in that time (no quorum, a step or
+// a promotion still pending: raft takes one conf change at a time) are
+// named in the error as possibly still in the group. A change that has
+// changed nothing yet reports cause at once; removals applied so far stay
+// applied. No-op for a finished change. Core goroutine.
 func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	if mc == nil || mc.finished || mc.phase == phaseRollback {
 		return
@@ -199,30 +201,34 @@ func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 		c.finishChange(mc, cause) // still queued: nothing was changed
 		return
 	}
-	switch mc.phase {
-	case phasePromote:
+	switch {
+	case mc.phase == phasePromote:
 		c.startRollback(mc, mc.added, false, fmt.Errorf("%w: %w", ErrNotCaughtUp, cause))
-		c.driveChanges()
-	case phaseAdd:
+	case mc.phase == phaseAdd && mc.i == len(mc.add):
+		// Not driven yet (a change with nothing to add, first in the queue
+		// only since the change before it ended): nothing was changed.
+		c.finishChange(mc, cause)
+	case mc.phase == phaseAdd:
 		err := fmt.Errorf("consensus: add member %d as learner: %w", mc.add[mc.i].ID, cause)
 		added := slices.Clone(mc.added)
 		if mc.proposed {
-			// Its step may still commit. Checked last: raft takes the
-			// removals before it only once that step is no longer pending.
+			// Its step may still commit: checked last, after the removals
+			// of the learners its base holds (see above).
 			added = append(added, mc.add[mc.i].ID)
 			mc.pending = mc.add[mc.i].ID
 		}
 		if len(added) == 0 {
 			c.finishChange(mc, err)
-			return
+			break
 		}
 		// The learners added so far go again, as after a failed change
 		// (failMoved): only those still learners.
 		c.startRollback(mc, added, true, err)
-		c.driveChanges()
 	default:
 		c.finishChange(mc, fmt.Errorf("consensus: remove member %d: %w", mc.remove[mc.i], cause))
 	}
+	// The rollback, or the next queued change, runs now.
+	c.driveChanges()
 }
 
 // Finished reports whether mc reported its outcome. Core goroutine.
@@ -363,15 +369,16 @@ func (c *Core) driveChange(mc *MemberChange) {
 			}
 			id := mc.added[mc.i]
 			if !isMember(cs, id) {
+				if mc.proposed {
+					// A removal of this rollback applied: the pending add
+					// step came before it (id was a member), or applies
+					// after it as no change (its base holds id).
+					mc.settled = true
+				}
 				if id == mc.pending && !mc.settled {
 					// Its add step, proposed before the change was given
 					// up, may still commit: wait for it (or the deadline).
 					return
-				}
-				if mc.proposed {
-					// This rollback's own removal applied: every conf
-					// change proposed before it is decided.
-					mc.settled = true
 				}
 				c.lg.Warn().Uint64("member", id).Msg("removed a new member after a failed membership change")
 				mc.nextStep()

@@ -224,7 +224,8 @@ func TestCoreMemberChangeCancelWhileAddingRollsBack(t *testing.T) {
 			for _, id := range followers {
 				g.down[id] = false
 			}
-			for r := 0; r < 200 && len(outcome) == 0; r++ {
+			rounds := 0
+			for ; rounds < 200 && len(outcome) == 0; rounds++ {
 				g.round(t)
 			}
 			for r := 0; r < 20; r++ { // anything still pending commits now
@@ -232,6 +233,11 @@ func TestCoreMemberChangeCancelWhileAddingRollsBack(t *testing.T) {
 			}
 			require.Len(t, outcome, 1)
 			require.ErrorIs(t, outcome[0], cause)
+			// Done once its removals applied, not at the rollback's
+			// deadline (three election timeouts) with members named as
+			// possibly still in the group.
+			require.NotContains(t, outcome[0].Error(), "may still be in the group")
+			require.Less(t, rounds, 2*DefaultElectionTicks, "rounds until the outcome (the deadline is %d)", 3*DefaultElectionTicks)
 			cs := c.appliedConf()
 			for _, p := range tt.add {
 				require.False(t, isMember(cs, p.ID), "member %d it added removed again: voters %v learners %v",
@@ -241,6 +247,31 @@ func TestCoreMemberChangeCancelWhileAddingRollsBack(t *testing.T) {
 			require.Empty(t, g.bad)
 		})
 	}
+}
+
+// TestCoreCancelQueuedChangesBackToBack cancels two queued changes with
+// nothing to add, one right after the other, before the Core handled
+// anything: the second is first in the queue once the first ended, but was
+// never driven. Before, its cancel read its first member to add, of none,
+// and panicked (index out of range) on the raft loop. (The first change's
+// removal, proposed before its cancel, may still apply, as documented.)
+func TestCoreCancelQueuedChangesBackToBack(t *testing.T) {
+	g := newCoreGroup(t, 3)
+	lead := g.waitLeader(t)
+	c := g.cores[lead]
+	var first, second []error
+	mc1 := c.StartMemberChange(nil, []uint64{lead}, func(err error) { first = append(first, err) })
+	mc2 := c.StartMemberChange(nil, []uint64{lead}, func(err error) { second = append(second, err) })
+	cause := errors.New("callers gave up")
+	c.CancelMemberChange(mc1, cause)
+	c.CancelMemberChange(mc2, cause)
+	for r := 0; r < 20; r++ {
+		g.round(t)
+	}
+	require.Len(t, first, 1)
+	require.ErrorIs(t, first[0], cause)
+	require.Len(t, second, 1)
+	require.ErrorIs(t, second[0], cause)
 }
 
 // waitLeader runs rounds until a leader is elected and returns it.
