@@ -193,6 +193,12 @@ func (c *Core) startChange(add []Peer, remove []uint64, base *pb.ConfState, done
 // named in the error as possibly still in the group. A change that has
 // changed nothing yet reports cause at once; removals applied so far stay
 // applied. No-op for a finished change. Core goroutine.
+//
+// Known gap (open): a step re-proposed while an earlier copy was still on
+// its way (proposeStep re-proposes every election timeout) can commit after
+// a rollback brought the conf state back to that step's base, and then
+// applies: the member is added again, unreported. A base that names a
+// point in the conf state's history, not only its contents, would void it.
 func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	if mc == nil || mc.finished || mc.phase == phaseRollback {
 		return
