@@ -197,8 +197,10 @@ func (c *Core) startChange(add []Peer, remove []uint64, base *pb.ConfState, done
 // Known gap (open): a step re-proposed while an earlier copy was still on
 // its way (proposeStep re-proposes every election timeout) can commit after
 // a rollback brought the conf state back to that step's base, and then
-// applies: the member is added again, unreported. A base that names a
-// point in the conf state's history, not only its contents, would void it.
+// applies: the member is added again, unreported. The rollback does not
+// wait for such a copy once its own removal of the member applied. A base
+// that names a point in the conf state's history, not only its contents,
+// would void it.
 func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	if mc == nil || mc.finished || mc.phase == phaseRollback {
 		return
@@ -240,8 +242,9 @@ func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 // Finished reports whether mc reported its outcome. Core goroutine.
 func (mc *MemberChange) Finished() bool { return mc.finished }
 
-// finishChange reports err (nil: done) to mc's caller and starts the next
-// queued change.
+// finishChange reports err (nil: done) to mc's caller and takes mc off the
+// queue. It does not drive the next queued change: its caller does
+// (driveChanges), or the next Tick or Ready.
 func (c *Core) finishChange(mc *MemberChange, err error) {
 	if mc.finished {
 		return

@@ -274,6 +274,33 @@ func TestCoreCancelQueuedChangesBackToBack(t *testing.T) {
 	require.ErrorIs(t, second[0], cause)
 }
 
+// TestCoreCancelNextChangeFromDoneCallback cancels the next queued change
+// (nothing to add) from the outcome callback of the one cancelled before
+// it: the second is first in the queue but was never driven when its
+// cancel runs. Before, the cancel read its first member to add, of none,
+// and panicked (index out of range) on the raft loop. (From a review.)
+func TestCoreCancelNextChangeFromDoneCallback(t *testing.T) {
+	g := newCoreGroup(t, 3)
+	lead := g.waitLeader(t)
+	c := g.cores[lead]
+	var first, second []error
+	var mc2 *MemberChange
+	cause := errors.New("callers gave up")
+	mc1 := c.StartMemberChange(nil, []uint64{lead}, func(err error) {
+		first = append(first, err)
+		c.CancelMemberChange(mc2, cause)
+	})
+	mc2 = c.StartMemberChange(nil, []uint64{lead}, func(err error) { second = append(second, err) })
+	c.CancelMemberChange(mc1, cause)
+	for r := 0; r < 20; r++ {
+		g.round(t)
+	}
+	require.Len(t, first, 1)
+	require.ErrorIs(t, first[0], cause)
+	require.Len(t, second, 1)
+	require.ErrorIs(t, second[0], cause)
+}
+
 // waitLeader runs rounds until a leader is elected and returns it.
 func (g *coreGroup) waitLeader(t *testing.T) uint64 {
 	t.Helper()
