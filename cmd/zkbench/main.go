@@ -274,6 +274,9 @@ func lockOnce(c *zk.Conn, dir string, stop <-chan struct{}, t *lockTimes) error 
 		}
 		_, _, ev, err := c.GetW(dir + "/" + kids[idx-1])
 		if err == zk.ErrNoNode {
+			if t != nil {
+				t.waited = false // an earlier event was not this acquisition's
+			}
 			continue
 		}
 		if err != nil {
@@ -728,7 +731,11 @@ func run(s *server, w workload, d time.Duration, value []byte) (result, error) {
 	var locks []lockTimes
 	for _, wk := range workers {
 		created = append(created, wk.created...)
-		locks = append(locks, wk.locks...)
+		for _, l := range wk.locks {
+			if l.acquired.Before(end) { // as the latencies: inside the run
+				locks = append(locks, l)
+			}
+		}
 	}
 	if len(locks) > 0 {
 		r.handoffs = handoffsOf(locks)

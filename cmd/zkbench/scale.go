@@ -280,7 +280,7 @@ func writeBurst(addr string, o scaleOptions, warmup time.Duration) (result, erro
 		go func() {
 			defer wg.Done()
 			for i := ci; time.Now().Before(end); i += len(conns) {
-				p := scalePath(o.parents, (i*7919)%o.nodes) // 7919 is prime: the stride visits every znode
+				p := scalePath(o.parents, (i*7919)%o.nodes) // 7919 is prime: the stride visits every znode unless the count is a multiple of it
 				t0 := time.Now()
 				if _, err := c.Set(p, scaleValue, -1); err != nil {
 					errs[ci] = fmt.Errorf("%s: %w", p, err)
