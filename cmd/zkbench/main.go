@@ -123,6 +123,15 @@ func (r *result) add(o result) {
 	}
 }
 
+// phases returns r's lock hand-off phases; nil for none or a nil r (a
+// target not measured).
+func (r *result) phases() *handoffPhases {
+	if r == nil {
+		return nil
+	}
+	return r.handoffs
+}
+
 // roundRatios returns z's rate over a's in each round both ran (the two
 // servers of a round run back to back), as "min–max", or "" with fewer
 // than two rounds: the spread shows how far one round's ratio moves.
@@ -490,16 +499,7 @@ func main() {
 			z.pct(50), z.pct(99), a.pct(50), a.pct(99))
 	}
 	for _, w := range ws {
-		if z, a := results[w.name][zktest.Zkraft], results[w.name][zktest.Apache]; z != nil || a != nil {
-			var zh, ah *handoffPhases
-			if z != nil {
-				zh = z.handoffs
-			}
-			if a != nil {
-				ah = a.handoffs
-			}
-			fmt.Print(handoffTable(zh, ah))
-		}
+		fmt.Print(handoffTable(results[w.name][zktest.Zkraft].phases(), results[w.name][zktest.Apache].phases()))
 	}
 	if *svgPath != "" {
 		title := fmt.Sprintf("zkraft / ZooKeeper 3.8 throughput, %s, %d clients", mode, *nClients)

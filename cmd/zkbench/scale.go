@@ -247,7 +247,7 @@ func runScale(target zktest.Target, o scaleOptions) (*scaleFigures, error) {
 		if err := readUntil(srv.Addr, last, 60*time.Second); err != nil {
 			return nil, fmt.Errorf("%s: after the second restart: %w", target, err)
 		}
-		if f.writes, err = writeBurst(srv.Addr, o, writeWarmup); err != nil {
+		if f.writes, err = writeBurst(srv, o, writeWarmup); err != nil {
 			return nil, fmt.Errorf("%s: setData on the large tree: %w", target, err)
 		}
 		logf("setData on the large tree: %.0f ops/s, p50 %v, p99 %v (%d clients, %v)", f.writes.rate(), f.writes.pct(50),
@@ -257,48 +257,34 @@ func runScale(target zktest.Target, o scaleOptions) (*scaleFigures, error) {
 }
 
 // writeBurst runs o.writeClients synchronous clients doing setData of the
-// 100-byte value on znodes spread over the whole tree (client c takes
-// every writeClients-th znode from its own start, in a stride that
-// crosses parents), unmeasured for warmup, then measured for o.writeDur.
-func writeBurst(addr string, o scaleOptions, warmup time.Duration) (result, error) {
-	conns := make([]*zk.Conn, o.writeClients)
-	for i := range conns {
-		c, err := dial(addr)
-		if err != nil {
+// 100-byte value on znodes spread over the whole tree (the i-th operation,
+// over all clients, takes the znode at i times a prime stride, which
+// crosses parents), as the workload run does (run): unmeasured for warmup,
+// then measured for o.writeDur.
+func writeBurst(srv *zktest.Server, o scaleOptions, warmup time.Duration) (result, error) {
+	s := &server{target: srv.Target, addrs: []string{srv.Addr}}
+	defer func() {
+		for _, c := range s.clients {
+			c.conn.Close()
+		}
+	}()
+	if err := s.connect(o.writeClients); err != nil {
+		return result{}, err
+	}
+	w := workload{name: "setData on the large tree", op: func(cl *worker, i int, v []byte, _ <-chan struct{}) error {
+		// 7919 is prime: the stride visits every znode unless the count is a multiple of it.
+		p := scalePath(o.parents, (i*7919)%o.nodes)
+		if _, err := cl.conn.Set(p, v, -1); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		return nil
+	}}
+	if warmup > 0 {
+		if _, err := run(s, w, warmup, scaleValue); err != nil {
 			return result{}, err
 		}
-		defer c.Close()
-		conns[i] = c
 	}
-	begin := time.Now()
-	from, end := begin.Add(warmup), begin.Add(warmup+o.writeDur)
-	lat := make([][]time.Duration, len(conns))
-	errs := make([]error, len(conns))
-	var wg sync.WaitGroup
-	for ci, c := range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := ci; time.Now().Before(end); i += len(conns) {
-				p := scalePath(o.parents, (i*7919)%o.nodes) // 7919 is prime: the stride visits every znode unless the count is a multiple of it
-				t0 := time.Now()
-				if _, err := c.Set(p, scaleValue, -1); err != nil {
-					errs[ci] = fmt.Errorf("%s: %w", p, err)
-					return
-				}
-				if t1 := time.Now(); !t0.Before(from) && t1.Before(end) {
-					lat[ci] = append(lat[ci], t1.Sub(t0))
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	r := result{dur: o.writeDur}
-	for _, l := range lat {
-		r.ops += int64(len(l))
-		r.lat = append(r.lat, l...)
-	}
-	return r, errors.Join(errs...)
+	return run(s, w, o.writeDur, scaleValue)
 }
 
 func dial(addr string) (*zk.Conn, error) {

@@ -134,7 +134,7 @@ func TestWriteBurstSpreadsOverTheTree(t *testing.T) {
 			if err := createTree(zs.Addr, o, func(string, ...any) {}); err != nil {
 				t.Fatalf("create the tree: %v", err)
 			}
-			r, err := writeBurst(zs.Addr, o, 100*time.Millisecond)
+			r, err := writeBurst(zs, o, 100*time.Millisecond)
 			if err != nil {
 				t.Fatalf("writeBurst: %v", err)
 			}
