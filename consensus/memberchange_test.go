@@ -95,14 +95,9 @@ func TestCoreMemberChange(t *testing.T) {
 			require.NoError(t, mutation.Set(mutation.SkipActiveQuorum, tt.mutate))
 			g := newCoreGroup(t, 3)
 			lead := g.waitLeader(t)
-			var others []uint64
-			for _, id := range []uint64{1, 2, 3} {
-				if id != lead {
-					others = append(others, id)
-				}
-			}
+			followers := others(lead)
 			if tt.down {
-				g.down[others[1]] = true
+				g.down[followers[1]] = true
 				for r := 0; r < 30; r++ { // three election timeouts
 					g.round(t)
 				}
@@ -111,12 +106,12 @@ func TestCoreMemberChange(t *testing.T) {
 			c := g.cores[lead]
 			calls := 0
 			var got error
-			c.ChangeMembers(c.appliedConf(), tt.target(lead, others), func(err error) {
+			c.ChangeMembers(c.appliedConf(), tt.target(lead, followers), func(err error) {
 				calls++
 				got = err
 				if err == nil {
 					// Woken after Advance: raft was told.
-					require.Equal(t, tt.voters(lead, others), slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
+					require.Equal(t, tt.voters(lead, followers), slices.Sorted(slices.Values(c.appliedConf().GetVoters())))
 				}
 			})
 			for r := 0; r < 50 && calls == 0; r++ {
@@ -207,7 +202,7 @@ func TestCoreMemberChangeCancelWhileAddingRollsBack(t *testing.T) {
 				}
 			}
 			require.True(t, added())
-			followers := slices.DeleteFunc([]uint64{1, 2, 3}, func(id uint64) bool { return id == lead })
+			followers := others(lead)
 			for _, id := range followers {
 				g.down[id] = true
 			}
@@ -352,13 +347,8 @@ func TestCoreAddMemberIsLearnerFirst(t *testing.T) {
 func TestCoreMemberChangePlannedAgainstStaleMembership(t *testing.T) {
 	g := newCoreGroup(t, 3)
 	lead := g.waitLeader(t)
-	var others []uint64
-	for _, id := range []uint64{1, 2, 3} {
-		if id != lead {
-			others = append(others, id)
-		}
-	}
-	a, p := others[0], others[1]
+	followers := others(lead)
+	a, p := followers[0], followers[1]
 	// p stops hearing from the group (it still counts as running on the
 	// leader for an election timeout), and the leader removes a.
 	g.down[p] = true
