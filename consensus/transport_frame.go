@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 
 	pb "go.etcd.io/raft/v3/raftpb"
@@ -57,6 +58,8 @@ type frameWriter struct {
 	conn     net.Conn
 	w        *bufio.Writer
 	deadline func() error
+	// peerClosed: the peer closed or reset conn (tcpPeer.watchPeerClose).
+	peerClosed atomic.Bool
 }
 
 func (fw *frameWriter) setDeadline() error {

@@ -85,6 +85,10 @@ type TCPTransport struct {
 	// beforeTake, set only by tests before Start, is called by each peer's
 	// sender goroutine before it waits for the next frame.
 	beforeTake func()
+	// peerClosedHook, set only by tests before Start, is called when the
+	// read that waits for a peer to close its connection returned
+	// (watchPeerClose).
+	peerClosedHook func(id uint64)
 	// ctx is canceled by Stop: the peers' dials derive from it.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -445,6 +449,9 @@ type tcpPeer struct {
 	// not zero, a frame written at once would overtake them. It only grows
 	// under t.mu, which writeNow holds.
 	unwritten atomic.Int64
+	// watchers are the goroutines, one per connection dialled, that wait
+	// for the peer to close it (watchPeerClose); run waits for them.
+	watchers sync.WaitGroup
 }
 
 // writeNow writes fb, a whole frame (header room included), to the
@@ -463,7 +470,7 @@ func (p *tcpPeer) writeNow(fb []byte) bool {
 		return false
 	}
 	defer p.wmu.Unlock()
-	if p.raw == nil || p.fw == nil || p.fw.w.Buffered() != 0 || p.unwritten.Load() != 0 || p.stopped() {
+	if p.raw == nil || p.fw == nil || p.fw.peerClosed.Load() || p.fw.w.Buffered() != 0 || p.unwritten.Load() != 0 || p.stopped() {
 		return false
 	}
 	n := len(fb) - frameHeaderSize
@@ -487,6 +494,25 @@ func (p *tcpPeer) writeNow(fb []byte) bool {
 	}
 	p.pc.wrote(1, time.Now(), p.t.cfg.WarnAfter)
 	return true
+}
+
+// watchPeerClose reads from fw's connection, on which the peer never writes,
+// until the read returns: the peer closed or reset the connection (it
+// stopped or restarted), or the connection was closed here. It marks fw, so
+// that the next message is not written into a connection the peer left:
+// the kernel takes that write and the peer's reset answers it, which the
+// writer learns only on the write after, so the message is lost without an
+// error (a restarted member's first vote, which held an election up by an
+// election timeout). Owned by run, which waits for it after closing the
+// connection.
+func (p *tcpPeer) watchPeerClose(fw *frameWriter) {
+	defer p.watchers.Done()
+	var b [1]byte
+	_, _ = fw.conn.Read(b[:])
+	fw.peerClosed.Store(true)
+	if h := p.t.peerClosedHook; h != nil {
+		h(p.id)
+	}
 }
 
 // stop ends the sender: run drops and reports what is still queued. It
@@ -625,6 +651,7 @@ func (p *tcpPeer) run() {
 		p.wmu.Lock()
 		closeConn()
 		p.wmu.Unlock()
+		p.watchers.Wait() // each ends once its connection is closed
 		p.drain()
 		close(p.done)
 	}()
@@ -644,6 +671,12 @@ func (p *tcpPeer) run() {
 		if p.stopped() {
 			p.drop(batch...)
 			return true
+		}
+		if fw != nil && fw.peerClosed.Load() {
+			// The peer closed the connection (it stopped or restarted):
+			// a write there would be lost without an error. Dial anew.
+			p.t.lg.Debug().Uint64("peer", p.id).Str("addr", p.addr).Msg("peer closed the connection, dialling again")
+			closeConn()
 		}
 		if fw == nil && f.raw {
 			// The rest of a frame whose start went to a connection that
@@ -669,6 +702,8 @@ func (p *tcpPeer) run() {
 			}
 			fw = p.newFrameWriter(c)
 			p.fw, p.raw = fw, rawConn(c)
+			p.watchers.Add(1)
+			go p.watchPeerClose(fw)
 			p.pc.dials.Add(1)
 			backoff = backoffMin
 		}

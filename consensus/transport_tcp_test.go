@@ -589,3 +589,46 @@ func TestRawConnOnlyForOSSockets(t *testing.T) {
 	require.NotNil(t, rawConn(tcp), "the OS socket")
 	require.Nil(t, rawConn(wrappedTCPConn{tcp}), "a wrapper embedding the OS socket")
 }
+
+// TestFirstMessageAfterPeerRestartArrives: a peer stops (its process dies:
+// the kernel closes its connections) and starts again on the same address.
+// The first message sent to it afterwards must arrive. Before, the sender
+// wrote it into the connection the old process had left: the kernel took
+// the bytes, the peer's reset answered them, and only the write after
+// failed, so the message was lost without an error. In an ensemble this
+// was a restarted member's vote: the election took one more election
+// timeout, long enough for Patroni's retry_timeout to demote a primary
+// (compat-tests/patroni, once in a CI run).
+func TestFirstMessageAfterPeerRestartArrives(t *testing.T) {
+	tr2, rec2 := startTransport(t, 2)
+	addr := tr2.Addr().String()
+	tr1 := NewTCPTransport(TCPConfig{ID: 1, Listener: listenLoopback(t), Peers: []Peer{{ID: 2, Addr: addr}},
+		Logger: testLogger(t)})
+	closed := make(chan uint64, 4)
+	tr1.peerClosedHook = func(id uint64) { closed <- id }
+	require.NoError(t, tr1.Start(newRecorder()))
+	t.Cleanup(tr1.Stop)
+	app := func(commit uint64) *pb.Message {
+		return &pb.Message{Type: pb.MsgApp.Enum(), From: new(uint64(1)), To: new(uint64(2)), Commit: new(commit)}
+	}
+	tr1.Send([]*pb.Message{app(1)})
+	rec2.waitFor(t, testTimeout, "the message before the restart", func() bool { return len(rec2.msgs) == 1 })
+
+	tr2.Stop() // closes its listener and the connection from member 1
+	select {
+	case id := <-closed:
+		require.Equal(t, uint64(2), id)
+	case <-time.After(testTimeout):
+		t.Log("member 1 did not see the connection closed") // the send below shows what follows
+	}
+	ln, err := net.Listen("tcp", addr)
+	require.NoError(t, err)
+	tr2b := NewTCPTransport(TCPConfig{ID: 2, Listener: ln, Logger: testLogger(t)})
+	rec2b := newRecorder()
+	require.NoError(t, tr2b.Start(rec2b))
+	t.Cleanup(tr2b.Stop)
+
+	tr1.Send([]*pb.Message{app(2)})
+	rec2b.waitFor(t, testTimeout, "the first message after the restart", func() bool { return len(rec2b.msgs) == 1 })
+	require.Equal(t, uint64(2), rec2b.msgs[0].GetCommit())
+}
