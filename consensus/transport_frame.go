@@ -58,8 +58,11 @@ type frameWriter struct {
 	conn     net.Conn
 	w        *bufio.Writer
 	deadline func() error
-	// peerClosed: the peer closed or reset conn (tcpPeer.watchPeerClose).
+	// peerClosed: the peer closed or reset conn (tcpPeer.watchPeerClose),
+	// with readErr, the read's error, written before it is set.
 	peerClosed atomic.Bool
+	readErr    error
+	dialed     time.Time // when the sender dialled conn
 }
 
 func (fw *frameWriter) setDeadline() error {

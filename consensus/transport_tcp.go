@@ -496,6 +496,11 @@ func (p *tcpPeer) writeNow(fb []byte) bool {
 	return true
 }
 
+// connHealthyAfter: a connection the peer closes sooner after it was
+// dialled counts as a failed dial (backoff), and only a connection that held
+// this long resets the backoff. A variable for tests.
+var connHealthyAfter = time.Second
+
 // watchPeerClose reads from fw's connection, on which the peer never writes,
 // until the read returns: the peer closed or reset the connection (it
 // stopped or restarted), or the connection was closed here. It marks fw, so
@@ -508,7 +513,11 @@ func (p *tcpPeer) writeNow(fb []byte) bool {
 func (p *tcpPeer) watchPeerClose(fw *frameWriter) {
 	defer p.watchers.Done()
 	var b [1]byte
-	_, _ = fw.conn.Read(b[:])
+	n, err := fw.conn.Read(b[:])
+	if n > 0 {
+		err = errors.New("the peer wrote on a connection it only reads")
+	}
+	fw.readErr = err // before the Store: read by the sender after its Load
 	fw.peerClosed.Store(true)
 	if h := p.t.peerClosedHook; h != nil {
 		h(p.id)
@@ -673,10 +682,18 @@ func (p *tcpPeer) run() {
 			return true
 		}
 		if fw != nil && fw.peerClosed.Load() {
-			// The peer closed the connection (it stopped or restarted):
-			// a write there would be lost without an error. Dial anew.
-			p.t.lg.Debug().Uint64("peer", p.id).Str("addr", p.addr).Msg("peer closed the connection, dialling again")
+			// The peer closed the connection: a write there would be lost
+			// without an error. Dial anew, unless the peer closes what it
+			// accepts (a TLS peer refusing this member's certificate, a
+			// proxy whose target is down): that is a failed dial, with its
+			// backoff, not a dial per message.
+			age, err := time.Since(fw.dialed), fw.readErr
 			closeConn()
+			if age < connHealthyAfter {
+				fail(fmt.Errorf("peer closed the connection %v after it was dialled: %w", age.Round(time.Millisecond), err))
+				return false
+			}
+			p.t.lg.Debug().Err(err).Uint64("peer", p.id).Str("addr", p.addr).Msg("peer closed the connection, dialling again")
 		}
 		if fw == nil && f.raw {
 			// The rest of a frame whose start went to a connection that
@@ -701,11 +718,11 @@ func (p *tcpPeer) run() {
 				return true
 			}
 			fw = p.newFrameWriter(c)
+			fw.dialed = time.Now()
 			p.fw, p.raw = fw, rawConn(c)
 			p.watchers.Add(1)
 			go p.watchPeerClose(fw)
 			p.pc.dials.Add(1)
-			backoff = backoffMin
 		}
 		// Write this frame and whatever else is queued, then flush once.
 		err := fw.write(f)
@@ -729,7 +746,11 @@ func (p *tcpPeer) run() {
 			fail(err)
 			return false
 		}
-		p.pc.wrote(len(batch), time.Now(), p.t.cfg.WarnAfter)
+		now := time.Now()
+		if now.Sub(fw.dialed) >= connHealthyAfter {
+			backoff = backoffMin // the connection held: the next failure starts over
+		}
+		p.pc.wrote(len(batch), now, p.t.cfg.WarnAfter)
 		for _, f := range batch {
 			if f.snap {
 				p.t.reportSnapshot(p.id, false)

@@ -600,6 +600,12 @@ func TestRawConnOnlyForOSSockets(t *testing.T) {
 // timeout, long enough for Patroni's retry_timeout to demote a primary
 // (compat-tests/patroni, once in a CI run).
 func TestFirstMessageAfterPeerRestartArrives(t *testing.T) {
+	// The connection to the old process counts as one that held (a
+	// younger one closed by the peer is a failed dial: next test).
+	// Restored after the transports stopped (cleanups run last first).
+	was := connHealthyAfter
+	t.Cleanup(func() { connHealthyAfter = was })
+	connHealthyAfter = 0
 	tr2, rec2 := startTransport(t, 2)
 	addr := tr2.Addr().String()
 	tr1 := NewTCPTransport(TCPConfig{ID: 1, Listener: listenLoopback(t), Peers: []Peer{{ID: 2, Addr: addr}},
@@ -631,4 +637,41 @@ func TestFirstMessageAfterPeerRestartArrives(t *testing.T) {
 	tr1.Send([]*pb.Message{app(2)})
 	rec2b.waitFor(t, testTimeout, "the first message after the restart", func() bool { return len(rec2b.msgs) == 1 })
 	require.Equal(t, uint64(2), rec2b.msgs[0].GetCommit())
+}
+
+// TestPeerClosingEveryConnectionIsBackedOff: a peer that accepts every
+// connection and closes it at once (a TLS peer refusing this member's
+// certificate, a proxy whose target is down) is a failing peer: dials back
+// off, raft is told, the error is recorded. Before, each message found its
+// connection closed, dialled anew, and reset the backoff: a dial (and a TLS
+// handshake) per message, with nothing reported.
+func TestPeerClosingEveryConnectionIsBackedOff(t *testing.T) {
+	ln := listenLoopback(t)
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = ln.Close() })
+	tr1 := NewTCPTransport(TCPConfig{ID: 1, Listener: listenLoopback(t), Peers: []Peer{{ID: 2, Addr: ln.Addr().String()}},
+		Logger: testLogger(t)})
+	require.NoError(t, tr1.Start(newRecorder()))
+	t.Cleanup(tr1.Stop)
+	const messages = 200
+	for i := 0; i < messages; i++ {
+		tr1.Send([]*pb.Message{{Type: pb.MsgHeartbeat.Enum(), From: new(uint64(1)), To: new(uint64(2))}})
+		time.Sleep(5 * time.Millisecond) // a heartbeat's pace, faster
+	}
+	// Backing off from 20 ms, doubling up to 1 s: about seven dials in the
+	// second the messages take; one per message without the backoff.
+	require.Less(t, int(accepted.Load()), messages/10, "connections accepted for %d messages", messages)
+	st := tr1.PeerStats()[0]
+	require.NotEmpty(t, st.LastError)
+	require.Positive(t, st.Dropped)
 }
