@@ -368,10 +368,18 @@ func (k *checks) final() {
 	// Progress once faults stopped: every client got an answer late in the
 	// run, and every member caught up.
 	if w.cfg.Duration-k.healedAt >= 8*time.Second {
-		since := k.healedAt + 6*time.Second
 		for _, c := range w.clients {
-			if c.lastOK < since && !c.dead {
-				w.fail(chkProgress, "client %d completed no operation after %v (faults stopped at %v)", c.idx, since, k.healedAt)
+			// A client the fault schedule paused before the faults stopped
+			// may resume later (pauseUntilExpiry waits for its session's
+			// expiry deadline, which leader changes move): it is judged
+			// from its resumption on, and not at all if it resumed too
+			// late in the run for the same 6 s.
+			from := max(k.healedAt, c.resumedAt)
+			if w.cfg.Duration-from < 8*time.Second {
+				continue
+			}
+			if c.lastOK < from+6*time.Second && !c.dead {
+				w.fail(chkProgress, "client %d completed no operation after %v (faults stopped at %v)", c.idx, from+6*time.Second, k.healedAt)
 				break
 			}
 		}

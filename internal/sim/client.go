@@ -72,6 +72,7 @@ type client struct {
 	order      fifoConn      // the FIFO checker's view of the connection
 	lastHeard  time.Duration // last answer on the current session
 	lastOK     time.Duration // last successful operation
+	resumedAt  time.Duration // when a pause last ended (0: never paused)
 	lastZxid   int64         // highest zxid seen on the current session
 	lastVer    int32         // version of /r last seen
 	dead       bool          // stopped for good
@@ -428,6 +429,7 @@ func (c *client) resume() {
 		return
 	}
 	c.paused = false
+	c.resumedAt = c.w.now
 	c.w.tracef("client %d resumed", c.idx)
 	c.reconnect()
 }

@@ -67,6 +67,9 @@ func TestRegressionSeeds(t *testing.T) {
 			"remove 1 planned against [1 3 4] left voters [3]"},
 		{10000004372, "an addition abandoned at a crash whose learner entry applied only after the next addition " +
 			"was planned by the new leader: the leader then promoted it and the voters were [2 3 4 5], want [2 3 5]"},
+		{921944838, "a false progress failure: a client the fault schedule paused until its session's expiry " +
+			"deadline (pauseUntilExpiry, pushed out by leader changes) resumed 8.8 s after the faults stopped and " +
+			"170 ms before the run ended, and was judged from the faults' end"},
 	} {
 		for _, f := range Run(Config{Seed: tc.seed, Members: 3, Clients: 3, Duration: 30 * time.Second}) {
 			t.Errorf("seed %d (%s): %s", tc.seed, tc.what, f)
