@@ -225,7 +225,8 @@ func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 			added = append(added, mc.add[mc.i].ID)
 			mc.pending = mc.add[mc.i].ID
 		}
-		if len(added) == 0 {
+		if len(added) == 0 || mutation.Enabled(mutation.CancelAddKeepsLearners) {
+			// Known wrong with the mutation: the learners stay, unnamed.
 			c.finishChange(mc, err)
 			break
 		}

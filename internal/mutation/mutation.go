@@ -82,11 +82,16 @@ const (
 	// writes (consensus.Core's tellCommit) tell its followers the last
 	// index it writes as the commit index, before a quorum made it durable.
 	TellUncommitted Name = "tell-uncommitted"
+	// CancelAddKeepsLearners makes a membership change given up while it
+	// adds learners (consensus.Core.CancelMemberChange in its add phase)
+	// report at once, leaving the learners it added, and the one whose add
+	// step is in flight, in the group without naming them.
+	CancelAddKeepsLearners Name = "cancel-add-keeps-learners"
 )
 
 var all = []Name{SkipExpiryFence, FollowerExpiry, IgnoreSetVersion, RestoreRaftIndex, LeaseReads, AckBeforeDurable,
 	SkipActiveQuorum, SkipLearner, LateTrackerReset, EarlyTTL, SyncWithoutBarrier, ReadOvertakesWrite,
-	WriteOvertakesRead, EarlyAckBeforeWrite, ApplyUnwritten, TellUncommitted}
+	WriteOvertakesRead, EarlyAckBeforeWrite, ApplyUnwritten, TellUncommitted, CancelAddKeepsLearners}
 
 // on[i] is whether all[i] is switched on.
 var on = make([]atomic.Bool, len(all))

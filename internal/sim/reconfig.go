@@ -31,7 +31,10 @@ import (
 // give-up itself, or ErrMembershipChanged, accepted only if the deciding
 // member applied, after the target was computed, a conf change that is no
 // step of this change: simChange.foreign); an addition completes only after
-// the new member ran (it must have caught up to be promoted); a removal
+// the new member ran (it must have caught up to be promoted); a failed
+// addition whose error names no member as staying has its new member out of
+// the deciding member's conf state, and no member applies a conf state
+// holding it from that outcome's applied index on (rc.outFrom); a removal
 // that leaves fewer than a majority of the new voters able to run (a voter
 // down for longer than two election timeouts, decided on a leader that
 // heard nothing from it since) is refused with ErrNoActiveQuorum (or
@@ -55,6 +58,16 @@ const changeTimeout = 5 * time.Second
 // count the crashed voter as running.
 const probeAfter = 1200 * time.Millisecond
 
+// earlyGiveUpOdds is the chance that the simulator gives up on an addition
+// whose new member starts at once early, at a time drawn below
+// earlyGiveUpWithin after it started, while its
+// add step is in flight or its learner waits for promotion (drawn from
+// world.giveUps, so that the run's other draws stay as they were).
+const (
+	earlyGiveUpOdds   = 0.3
+	earlyGiveUpWithin = 40 * time.Millisecond
+)
+
 // errGaveUp is the cause the simulator cancels a change with.
 var errGaveUp = errors.New("sim: membership change timed out")
 
@@ -69,6 +82,10 @@ type reconfigState struct {
 	lastIndex  uint64
 	dirty      bool
 	changes    int // changes started
+	// outFrom holds the members failed additions reported out of the
+	// group, with the deciding member's applied index at the outcome: no
+	// member may apply a conf state holding one at or after that index.
+	outFrom map[uint64]uint64
 }
 
 // simChange is a membership change in flight.
@@ -160,6 +177,26 @@ func (w *world) noteVoters(m *member, cs *pb.ConfState) {
 	if sc := w.rc.running; sc != nil && sc.m == m && sc.inc == m.incarnation {
 		sc.observe(cs)
 	}
+	for _, id := range slices.Sorted(maps.Keys(w.rc.outFrom)) {
+		from := w.rc.outFrom[id]
+		if applied := m.core.AppliedIndex(); applied >= from && isIn(cs, id) {
+			w.fail(chkMembership, "member %d applied a conf state with member %d in the group (voters %v learners %v) at applied index %d, at or after index %d where the failed addition that added it reported it out",
+				m.id, id, cs.GetVoters(), cs.GetLearners(), applied, from)
+		}
+	}
+}
+
+// isIn reports whether id is a voter or learner in cs.
+func isIn(cs *pb.ConfState, id uint64) bool {
+	return slices.Contains(cs.GetVoters(), id) || slices.Contains(cs.GetLearners(), id)
+}
+
+// namesKept reports whether a failed membership change's error names
+// members it added as (possibly) staying in the group.
+func namesKept(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "may still be in the group") || strings.Contains(msg, "stay in the group") ||
+		strings.Contains(msg, "stay voters")
 }
 
 // runningLeader returns a leader that is up and running, or nil.
@@ -221,7 +258,7 @@ func (w *world) reconfigure() {
 			id = leader.id // remove the leader
 		}
 		w.startChange(on, fmt.Sprintf("remove member %d (leader %d)", id, leader.id),
-			&jute.ReconfigRequest{LeavingServers: fmt.Sprint(id)}, nil, "")
+			&jute.ReconfigRequest{LeavingServers: fmt.Sprint(id)}, nil, "", changeTimeout)
 		return
 	}
 	if len(w.members) >= w.cfg.Members+maxAdded {
@@ -231,6 +268,7 @@ func (w *world) reconfigure() {
 	m := &member{w: w, idx: len(w.members), id: id, disk: newDisk(w, id), outside: true}
 	w.members = append(w.members, m)
 	m.scheduleTick()
+	giveUpAfter := changeTimeout
 	if w.chance(0.25) {
 		// The new member starts late, or only when the faults stop: it
 		// stays a learner meanwhile, and if the simulator gives up first
@@ -240,9 +278,15 @@ func (w *world) reconfigure() {
 		w.after(late, m.restart)
 	} else {
 		m.restart()
+		if w.giveUps.Float64() < earlyGiveUpOdds {
+			// Given up while its learner is being added: the add step
+			// may be proposed and not yet applied, or applied and waiting
+			// for the promotion (CancelMemberChange's two rollbacks).
+			giveUpAfter = time.Duration(w.giveUps.Int64N(int64(earlyGiveUpWithin)))
+		}
 	}
 	w.startChange(on, fmt.Sprintf("add member %d (leader %d)", id, leader.id),
-		&jute.ReconfigRequest{JoiningServers: simMember(id).String()}, m, "")
+		&jute.ReconfigRequest{JoiningServers: simMember(id).String()}, m, "", giveUpAfter)
 }
 
 // probeRemoval runs probeAfter after voter d crashed (at crashed): if d is
@@ -281,7 +325,7 @@ func (w *world) probeRemoval(d *member, inc int, crashed time.Duration) {
 	}
 	w.startChange(leader, fmt.Sprintf("remove member %d while member %d is down (leader %d)", x, d.id, leader.id),
 		&jute.ReconfigRequest{LeavingServers: fmt.Sprint(x)}, nil,
-		fmt.Sprintf("member %d down since %v", d.id, crashed))
+		fmt.Sprintf("member %d down since %v", d.id, crashed), changeTimeout)
 }
 
 // simMember is the address record of simulated member id.
@@ -291,8 +335,8 @@ func simMember(id uint64) server.Member {
 }
 
 // startChange builds the target of r with the server's code and hands it to
-// on's consensus.Core.
-func (w *world) startChange(on *member, what string, r *jute.ReconfigRequest, added *member, mustRefuse string) {
+// on's consensus.Core; the simulator gives up on it after giveUpAfter.
+func (w *world) startChange(on *member, what string, r *jute.ReconfigRequest, added *member, mustRefuse string, giveUpAfter time.Duration) {
 	voters := slices.Sorted(slices.Values(on.core.ConfState().GetVoters()))
 	var current map[uint64]server.Member
 	if data, _, ok := on.rep.GetData("/zookeeper/config"); ok && len(data) > 0 {
@@ -327,7 +371,10 @@ func (w *world) startChange(on *member, what string, r *jute.ReconfigRequest, ad
 		inCall = false
 		on.process()
 	})
-	w.after(changeTimeout, func() {
+	if giveUpAfter != changeTimeout {
+		w.tracef("reconfig: %s will be given up after %v", what, giveUpAfter)
+	}
+	w.after(giveUpAfter, func() {
 		if sc.over || w.rc.running != sc || !w.changeBusy() {
 			return
 		}
@@ -410,6 +457,20 @@ func (w *world) changeDone(sc *simChange, err error) {
 	case sc.mustRefuse == "" && errors.Is(err, consensus.ErrStopped):
 	default:
 		w.fail(chkMembership, "%s on member %d failed for an undocumented reason: %v", sc.what, m.id, err)
+	}
+	if a := sc.added; a != nil && m.core != nil && !namesKept(err) {
+		// The outcome says the new member is out of the group (no member
+		// named as staying): so it is on the deciding member now, and no
+		// member applies it in the group again from there on (a late copy
+		// of its add step must apply as no change).
+		if isIn(cs, a.id) {
+			w.fail(chkMembership, "%s failed on member %d with %v, naming no member as staying, but member %d is in its conf state (voters %v learners %v)",
+				sc.what, m.id, err, a.id, cs.GetVoters(), cs.GetLearners())
+		}
+		if w.rc.outFrom == nil {
+			w.rc.outFrom = map[uint64]uint64{}
+		}
+		w.rc.outFrom[a.id] = m.core.AppliedIndex()
 	}
 	if a := sc.added; a != nil && !a.removed {
 		// An addition that failed: the new member goes away, as an operator

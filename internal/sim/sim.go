@@ -116,6 +116,7 @@ type world struct {
 	cfg       Config
 	rng       *rand.Rand
 	passwords prngReader // session passwords (a PRNG of their own: drawing them changes no other draw)
+	giveUps   *rand.Rand // early give-ups of additions (a PRNG of their own, as passwords)
 	now       time.Duration
 	seq       uint64
 	queue     eventQueue
@@ -242,6 +243,7 @@ func run(cfg Config) (*world, []Failure) {
 	}
 	w := &world{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}
 	w.passwords = prngReader{rand.New(rand.NewPCG(cfg.Seed^0x70617373, cfg.Seed))}
+	w.giveUps = rand.New(rand.NewPCG(cfg.Seed^0x67697665, cfg.Seed))
 	saved := crand.Reader
 	crand.Reader = prngReader{rand.New(rand.NewPCG(w.rng.Uint64(), w.rng.Uint64()))}
 	defer func() { crand.Reader = saved }()

@@ -125,13 +125,14 @@ func TestFiveMembers(t *testing.T) {
 
 // TestReconfigExercised makes sure the membership changes of seeds 1..600
 // really run through the Core: removals of a follower and of the leader and
-// additions complete, a new member that starts too late is rolled back, and
-// removal probes are refused. It stops once it saw each. (A rollback is
+// additions complete, a new member that starts too late is rolled back, an
+// addition given up early is given up while adding its learner
+// (CancelMemberChange's add-phase rollback), and removal probes are refused. It stops once it saw each. (A rollback is
 // rare, about one in 60 seeds: since the writes take simulated time,
 // seeds 1..300 happen to hold none.)
 func TestReconfigExercised(t *testing.T) {
 	kinds := []string{"remove leader completed", "remove follower completed", "add completed",
-		"add rolled back", "probe refused"}
+		"add rolled back", "add given up while adding", "probe refused"}
 	var trace bytes.Buffer
 	seen := map[string]int{}
 	all := func() bool {
@@ -177,6 +178,9 @@ func countReconfig(trace string, seen map[string]int) {
 			seen["add completed"]++
 		case strings.Contains(line, "reconfig: add member") && strings.Contains(line, consensus.ErrNotCaughtUp.Error()):
 			seen["add rolled back"]++
+		case strings.Contains(line, "reconfig: add member") && strings.Contains(line, "failed") &&
+			strings.Contains(line, "as learner: "+errGaveUp.Error()):
+			seen["add given up while adding"]++
 		}
 	}
 }
