@@ -67,7 +67,7 @@ func (c *Core) freeze() (FrozenState, error) {
 	if err != nil {
 		return FrozenState{}, fmt.Errorf("term of applied index %d: %w", applied, err)
 	}
-	fs := FrozenState{Index: applied, Term: term, ConfState: proto.Clone(c.confState.Load()).(*pb.ConfState)}
+	fs := FrozenState{Index: applied, Term: term, ConfState: proto.Clone(rawConf(c.confState.Load())).(*pb.ConfState)}
 	if f, ok := c.sm.(SnapshotFreezer); ok {
 		if fs.Write, err = f.FreezeSnapshot(); err != nil {
 			return FrozenState{}, fmt.Errorf("freeze state machine at index %d: %w", applied, err)

@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 )
 
 // Conf change bases.
@@ -23,6 +25,31 @@ import (
 // therefore never lands on top of that other change; its MemberChange
 // fails with ErrMembershipChanged.
 //
+// A base also names a point in the conf state's history: the index of the
+// conf change entry that made it (its conf index), so that a step planned
+// against a membership that changed and came back to the same voters and
+// learners (a rollback that removed the learner the step adds) applies as
+// no change too. Without it, a copy of an add step still on its way when
+// the change was given up (a proposal re-sent every election timeout) could
+// commit after the rollback and add the member again, unreported. Every
+// conf state the Core holds carries its conf index (withConfIndex) as a
+// protobuf field raft does not know (confIndexField). Raft must never see
+// it on a conf state (it compares a snapshot's conf state with its own
+// field by field, unknown fields included, and panics on a difference), so
+// a snapshot's metadata carries a raw conf state and the conf index as the
+// same unknown field of the metadata itself (snapshotMeta): raft copies a
+// snapshot whole and compares only its conf state, so the index travels in
+// bbolt's snapshot records and in the leader's MsgSnap, and a member of an
+// older build ignores it. A conf state without one (from a snapshot of an older build, with no
+// conf change applied since; a seeded group) has an unknown history: a
+// change planned against it writes a version 1 base, judged by content
+// only, and a member that does not know its conf index judges a version 2
+// base by content only. That member knows none only while no conf change
+// applied since its snapshot, so for the history to differ a conf change
+// would have to lie between the step's base and that snapshot, taken by an
+// older build while the step was planned: a membership change during a
+// rolling upgrade, which the rule below already excludes.
+//
 // A context without the base prefix is read as before (peerContext: the
 // address of an added member, observerTag for an observer, or nothing): the
 // entries of existing logs, raft's bootstrap entries and the leader's
@@ -36,14 +63,143 @@ import (
 // that many uvarint ids (sorted), one byte auto-leave (0 or 1), and then the
 // peer context of an added member (may be empty). baseMagic starts with a
 // zero byte, which no address does, and differs from observerTag (the
-// context of an observer without an address) in its second byte.
+// context of an observer without an address) in its second byte. Version 2
+// adds the base's conf index, a uvarint, after the auto-leave byte. A build
+// that reads only version 1 stops at a version 2 step (errBadContext):
+// every member must run a build that reads version 2 before a membership
+// change is made.
 
 // baseMagic starts a conf change context that carries a base.
 const baseMagic = "\x00zkbase"
 
-// baseVersion is the format version of a based context this build writes
-// and reads.
-const baseVersion = 1
+// The format versions of a based context: baseVersion without the conf
+// index (written for a base whose conf index is unknown), baseVersionIndex
+// with it. This build reads both.
+const (
+	baseVersion      = 1
+	baseVersionIndex = 2
+)
+
+// confIndexField is the protobuf field number under which a conf state
+// carries its conf index (a varint), unknown to raft's ConfState.
+const confIndexField protowire.Number = 1000
+
+// withConfIndex returns a copy of cs that carries idx as its conf index.
+func withConfIndex(cs *pb.ConfState, idx uint64) *pb.ConfState {
+	out := proto.Clone(pb.EnsureConfState(cs)).(*pb.ConfState)
+	ref := out.ProtoReflect()
+	unknown := stripField(ref.GetUnknown(), confIndexField)
+	unknown = protowire.AppendTag(unknown, confIndexField, protowire.VarintType)
+	ref.SetUnknown(protowire.AppendVarint(unknown, idx))
+	return out
+}
+
+// ConfIndex returns the conf index of a conf state the Core handed out
+// (ConfState): the index of the conf change entry that made it, if known
+// (confbase.go). For checkers.
+func ConfIndex(cs *pb.ConfState) (uint64, bool) { return confIndexOf(cs) }
+
+// confIndexOf returns the conf index cs carries, if any.
+func confIndexOf(cs *pb.ConfState) (uint64, bool) {
+	if cs == nil {
+		return 0, false
+	}
+	return unknownVarint(cs.ProtoReflect().GetUnknown(), confIndexField)
+}
+
+// unknownVarint returns the last varint field numbered num in the unknown
+// fields b, if any.
+func unknownVarint(b []byte, num protowire.Number) (uint64, bool) {
+	idx, found := uint64(0), false
+	for len(b) > 0 {
+		n, typ, k := protowire.ConsumeTag(b)
+		if k < 0 {
+			return 0, false
+		}
+		b = b[k:]
+		if n == num && typ == protowire.VarintType {
+			v, m := protowire.ConsumeVarint(b)
+			if m < 0 {
+				return 0, false
+			}
+			idx, found = v, true
+			b = b[m:]
+			continue
+		}
+		m := protowire.ConsumeFieldValue(n, typ, b)
+		if m < 0 {
+			return 0, false
+		}
+		b = b[m:]
+	}
+	return idx, found
+}
+
+// rawConf returns cs without its conf index, as raft must see it.
+func rawConf(cs *pb.ConfState) *pb.ConfState {
+	if _, ok := confIndexOf(cs); !ok {
+		return cs
+	}
+	out := proto.Clone(cs).(*pb.ConfState)
+	ref := out.ProtoReflect()
+	ref.SetUnknown(stripField(ref.GetUnknown(), confIndexField))
+	return out
+}
+
+// snapshotMeta returns the metadata of a snapshot at index and term with
+// conf state cs: the raw conf state, and cs's conf index, if known, as the
+// metadata's own unknown field.
+func snapshotMeta(index, term uint64, cs *pb.ConfState) *pb.SnapshotMetadata {
+	md := &pb.SnapshotMetadata{Index: new(index), Term: new(term), ConfState: rawConf(cs)}
+	if idx, ok := confIndexOf(cs); ok {
+		ref := md.ProtoReflect()
+		b := protowire.AppendTag(nil, confIndexField, protowire.VarintType)
+		ref.SetUnknown(protowire.AppendVarint(b, idx))
+	}
+	return md
+}
+
+// snapshotConf returns the conf state of a snapshot's metadata md with the
+// conf index md carries, if any (a copy: raft's is left alone).
+func snapshotConf(md *pb.SnapshotMetadata) *pb.ConfState {
+	cs := proto.Clone(pb.EnsureConfState(md.GetConfState())).(*pb.ConfState)
+	if md == nil {
+		return cs
+	}
+	if idx, ok := unknownVarint(md.ProtoReflect().GetUnknown(), confIndexField); ok {
+		return withConfIndex(cs, idx)
+	}
+	return rawConf(cs)
+}
+
+// stripField returns the unknown fields b without those numbered num.
+func stripField(b []byte, num protowire.Number) []byte {
+	var out []byte
+	for len(b) > 0 {
+		n, typ, k := protowire.ConsumeTag(b)
+		if k < 0 {
+			return out
+		}
+		m := protowire.ConsumeFieldValue(n, typ, b[k:])
+		if m < 0 {
+			return out
+		}
+		if n != num {
+			out = append(out, b[:k+m]...)
+		}
+		b = b[k+m:]
+	}
+	return out
+}
+
+// sameHistory reports whether the conf states a and b (the same voters and
+// learners: sameConf) are the same point of the conf state's history: the
+// same conf index, or either's unknown.
+func sameHistory(a, b *pb.ConfState) bool {
+	ai, aok := confIndexOf(a)
+	bi, bok := confIndexOf(b)
+	return !aok || !bok || ai == bi
+}
 
 // errBadContext marks a conf change context with the base prefix that this
 // build cannot read: apply stops at it (as at any entry it cannot read).
@@ -52,7 +208,12 @@ var errBadContext = errors.New("consensus: unreadable conf change context")
 // stepContext returns the context of a step planned against base, with
 // peer (peerContext, or nil) after it.
 func stepContext(base *pb.ConfState, peer []byte) []byte {
-	b := append([]byte(baseMagic), baseVersion)
+	idx, known := confIndexOf(base)
+	version := byte(baseVersion)
+	if known {
+		version = baseVersionIndex
+	}
+	b := append([]byte(baseMagic), version)
 	for _, ids := range [][]uint64{base.GetVoters(), base.GetLearners(), base.GetVotersOutgoing(), base.GetLearnersNext()} {
 		b = binary.AppendUvarint(b, uint64(len(ids)))
 		for _, id := range slices.Sorted(slices.Values(ids)) {
@@ -64,6 +225,9 @@ func stepContext(base *pb.ConfState, peer []byte) []byte {
 	} else {
 		b = append(b, 0)
 	}
+	if known {
+		b = binary.AppendUvarint(b, idx)
+	}
 	return append(b, peer...)
 }
 
@@ -74,9 +238,11 @@ func parseStepContext(ctx []byte) (base *pb.ConfState, peer []byte, err error) {
 	if !ok {
 		return nil, ctx, nil
 	}
-	if len(rest) == 0 || rest[0] != baseVersion {
-		return nil, nil, fmt.Errorf("%w: base format version %v, this build reads %d", errBadContext, rest[:min(len(rest), 1)], baseVersion)
+	if len(rest) == 0 || (rest[0] != baseVersion && rest[0] != baseVersionIndex) {
+		return nil, nil, fmt.Errorf("%w: base format version %v, this build reads %d and %d", errBadContext,
+			rest[:min(len(rest), 1)], baseVersion, baseVersionIndex)
 	}
+	version := rest[0]
 	rest = rest[1:]
 	var lists [4][]uint64
 	for i := range lists {
@@ -100,7 +266,15 @@ func parseStepContext(ctx []byte) (base *pb.ConfState, peer []byte, err error) {
 	if rest[0] == 1 {
 		base.AutoLeave = new(true)
 	}
-	return base, rest[1:], nil
+	rest = rest[1:]
+	if version == baseVersionIndex {
+		idx, k := binary.Uvarint(rest)
+		if k <= 0 {
+			return nil, nil, fmt.Errorf("%w: truncated base conf index", errBadContext)
+		}
+		base, rest = withConfIndex(base, idx), rest[k:]
+	}
+	return base, rest, nil
 }
 
 // sameConf reports whether a and b are the same configuration: the same

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 )
 
 // TestStepContext: a based context round-trips its base and peer context;
@@ -33,7 +34,10 @@ func TestStepContext(t *testing.T) {
 		{name: "old: observer", ctx: []byte("m4:2888" + observerTag), peer: "m4:2888" + observerTag, addr: "m4:2888", observer: true},
 		{name: "old: observer without address", ctx: []byte(observerTag), peer: observerTag, observer: true},
 		{name: "old: none", ctx: nil},
-		{name: "unknown version", ctx: append([]byte(baseMagic), 2, 0, 0, 0, 0, 0), wantErr: true},
+		{name: "base with its conf index", ctx: stepContext(withConfIndex(base, 42), peerContext(Peer{Addr: "m4:2888"})),
+			base: withConfIndex(base, 42), peer: "m4:2888", addr: "m4:2888"},
+		{name: "unknown version", ctx: append([]byte(baseMagic), 3, 0, 0, 0, 0, 0), wantErr: true},
+		{name: "conf index missing", ctx: append([]byte(baseMagic), baseVersionIndex, 0, 0, 0, 0, 0), wantErr: true},
 		{name: "no version", ctx: []byte(baseMagic), wantErr: true},
 		{name: "truncated", ctx: stepContext(base, nil)[:len(baseMagic)+4], wantErr: true},
 		{name: "count beyond the end", ctx: append([]byte(baseMagic), baseVersion, 100, 1), wantErr: true},
@@ -50,6 +54,16 @@ func TestStepContext(t *testing.T) {
 				require.Nil(t, b)
 			} else {
 				require.True(t, sameConf(tt.base, b), "base %v, want %v", b, tt.base)
+				wantIdx, wantKnown := confIndexOf(tt.base)
+				idx, known := confIndexOf(b)
+				require.Equal(t, wantKnown, known, "conf index known")
+				require.Equal(t, wantIdx, idx)
+				version := tt.ctx[len(baseMagic)]
+				if wantKnown {
+					require.Equal(t, byte(baseVersionIndex), version)
+				} else {
+					require.Equal(t, byte(baseVersion), version, "a base without conf index is written as before")
+				}
 			}
 			require.Equal(t, tt.peer, string(peer))
 			addr, observer := parseContext(peer)
@@ -176,4 +190,47 @@ func TestConfChangeBaseOnApply(t *testing.T) {
 			require.Empty(t, g.bad)
 		})
 	}
+}
+
+// TestConfIndexTravelsInSnapshotMetadata: a conf state's conf index moves
+// to a snapshot's metadata, whose conf state raft sees raw (raft panics on
+// a conf state that differs from its own in any field); it survives the
+// marshalling and raft's copy of a snapshot, and comes back on the conf
+// state a member restores; a metadata without one (an older build's) gives
+// a conf state of unknown history, and sameHistory judges such by content.
+func TestConfIndexTravelsInSnapshotMetadata(t *testing.T) {
+	plain := &pb.ConfState{Voters: []uint64{1, 2, 3}, Learners: []uint64{8}}
+	tests := []struct {
+		name  string
+		cs    *pb.ConfState
+		idx   uint64
+		known bool
+	}{
+		{name: "known", cs: withConfIndex(plain, 17), idx: 17, known: true},
+		{name: "set twice: the last", cs: withConfIndex(withConfIndex(plain, 5), 9), idx: 9, known: true},
+		{name: "unknown (older build)", cs: plain},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			md := snapshotMeta(30, 2, tt.cs)
+			_, onConf := confIndexOf(md.GetConfState())
+			require.False(t, onConf, "raft sees the raw conf state")
+			require.NoError(t, pb.EnsureConfState(md.GetConfState()).Equivalent(plain), "raft's check of a restored conf state")
+			wire, err := proto.Marshal(&pb.Message{Type: pb.MsgSnap.Enum(), Snapshot: &pb.Snapshot{Metadata: md}})
+			require.NoError(t, err)
+			var got pb.Message
+			require.NoError(t, proto.Unmarshal(wire, &got))
+			copied := proto.Clone(got.GetSnapshot()).(*pb.Snapshot) // as raft keeps it
+			cs := snapshotConf(copied.GetMetadata())
+			idx, known := confIndexOf(cs)
+			require.Equal(t, tt.known, known)
+			require.Equal(t, tt.idx, idx)
+			require.True(t, sameConf(cs, plain))
+			require.Same(t, plain, rawConf(plain), "a raw conf state is not copied")
+		})
+	}
+	require.True(t, sameHistory(withConfIndex(plain, 4), withConfIndex(plain, 4)))
+	require.False(t, sameHistory(withConfIndex(plain, 4), withConfIndex(plain, 6)))
+	require.True(t, sameHistory(plain, withConfIndex(plain, 6)), "unknown: judged by content")
+	require.True(t, sameHistory(withConfIndex(plain, 4), plain), "unknown: judged by content")
 }

@@ -275,7 +275,7 @@ func (c *Core) recover() (LoadedState, error) {
 		if err := c.mem.ApplySnapshot(&pb.Snapshot{Metadata: md}); err != nil { // payload: see raftStorage
 			return st, fmt.Errorf("load snapshot into raft storage: %w", err)
 		}
-		cs = pb.EnsureConfState(md.GetConfState())
+		cs = snapshotConf(md)
 		c.snapIndex.Store(md.GetIndex())
 		c.applied.advance(md.GetIndex())
 		c.raftApplying = md.GetIndex()
@@ -671,7 +671,7 @@ func (c *Core) restoreSnapshot(s *pb.Snapshot) error {
 	if err := c.sm.Restore(md.GetIndex(), s.GetData()); err != nil {
 		return fmt.Errorf("restore state machine from snapshot at index %d: %w", md.GetIndex(), err)
 	}
-	c.setConfState(pb.EnsureConfState(proto.Clone(md.GetConfState()).(*pb.ConfState)))
+	c.setConfState(snapshotConf(md))
 	c.snapIndex.Store(md.GetIndex())
 	c.applied.advance(md.GetIndex())
 	c.raftApplying = max(c.raftApplying, md.GetIndex())
@@ -763,7 +763,7 @@ func (c *Core) applyConfChange(idx uint64, cc pb.ConfChangeI) error {
 	if err != nil {
 		return fmt.Errorf("conf change at index %d: %w", idx, err)
 	}
-	if cur := c.confState.Load(); base != nil && !sameConf(base, cur) {
+	if cur := c.confState.Load(); base != nil && (!sameConf(base, cur) || !sameHistory(base, cur)) {
 		if len(cur.GetVotersOutgoing()) == 0 {
 			// Outside a joint configuration (zkraft never enters one)
 			// raft takes the cancelled change as no change; inside one
@@ -773,11 +773,19 @@ func (c *Core) applyConfChange(idx uint64, cc pb.ConfChangeI) error {
 		c.lg.Warn().Uint64("index", idx).Str("change", pb.ConfChangesToString(v2.GetChanges())).
 			Uints64("base_voters", base.GetVoters()).Uints64("base_learners", base.GetLearners()).
 			Uints64("voters", cur.GetVoters()).Uints64("learners", cur.GetLearners()).
-			Msg("conf change planned against another membership: applied as no change")
+			Func(func(e *zerolog.Event) {
+				if bi, ok := confIndexOf(base); ok {
+					e.Uint64("base_conf_index", bi)
+				}
+				if ci, ok := confIndexOf(cur); ok {
+					e.Uint64("conf_index", ci)
+				}
+			}).
+			Msg("conf change planned against another membership or point of its history: applied as no change")
 		return nil
 	}
-	cs := c.rn.ApplyConfChange(cc)
-	c.setConfState(pb.EnsureConfState(cs))
+	cs := withConfIndex(c.rn.ApplyConfChange(cc), idx)
+	c.setConfState(cs)
 	pu, _ := c.transport.(PeerUpdater)
 	for _, ch := range v2.GetChanges() {
 		id := ch.GetNodeId()

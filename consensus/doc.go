@@ -163,8 +163,11 @@
 // proposed only after raft applied the previous one (waiters are woken after
 // Advance); a change that leaves no voter, or fewer than a majority of
 // running voters, is refused (see membership.go). Each step carries the
-// conf state it was planned against and is applied only on top of it: on
-// any other conf state every member applies it as no change (the same
+// conf state it was planned against, and the log index of the conf change
+// that made it (its conf index, which snapshots' metadata carries), and is
+// applied only on top of that very point of the membership's history: on
+// any other conf state, or on the same voters and learners reached again
+// by later conf changes, every member applies it as no change (the same
 // decision everywhere, from the entry and the replicated conf state only),
 // and the change fails with ErrMembershipChanged, as it does when it finds
 // before a step that another change moved the membership, or when the conf

@@ -194,13 +194,14 @@ func (c *Core) startChange(add []Peer, remove []uint64, base *pb.ConfState, done
 // changed nothing yet reports cause at once; removals applied so far stay
 // applied. No-op for a finished change. Core goroutine.
 //
-// Known gap (open): a step re-proposed while an earlier copy was still on
-// its way (proposeStep re-proposes every election timeout) can commit after
-// a rollback brought the conf state back to that step's base, and then
-// applies: the member is added again, unreported. The rollback does not
-// wait for such a copy once its own removal of the member applied. A base
-// that names a point in the conf state's history, not only its contents,
-// would void it.
+// A copy of a step re-proposed while an earlier one was still on its way
+// (proposeStep re-proposes every election timeout) that commits after a
+// rollback brought the conf state back to that step's voters and learners
+// applies as no change too: the step's base names the point of the conf
+// state's history it was planned at (its conf index, confbase.go), which
+// the rollback's removals moved on (TestCoreLateAddStepAfterRollbackIsVoid).
+// A member that does not know its conf index (restored from an older
+// build's snapshot, no conf change since) judges by content, as before.
 func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	if mc == nil || mc.finished || mc.phase == phaseRollback {
 		return

@@ -2,11 +2,15 @@ package consensus
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	pb "go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/zkraft/zkraft/internal/mutation"
 )
@@ -549,4 +553,91 @@ func TestMemberChangeFollowPromotion(t *testing.T) {
 	require.Nil(t, mc.step, "the step in flight cannot apply on the new base")
 
 	require.ErrorIs(t, mc.follow(&pb.ConfState{Voters: []uint64{1, 2, 4}}), ErrMembershipChanged)
+}
+
+// TestCoreLateAddStepAfterRollbackIsVoid is the known gap of
+// CancelMemberChange, closed: a change given up while its add step was in
+// flight rolls the learner back, bringing the conf state back to the very
+// voters and learners the step was planned against; a copy of that step
+// that commits after the rollback (a proposal re-sent on an election
+// timeout and delivered late, here replayed by hand as a follower's
+// forwarded proposal) must apply as no change on every member, also on one
+// restarted from a snapshot taken after the rollback (the conf index
+// travels in the snapshot's metadata). Before, its base matched the conf
+// state again by content and the member was added anew, unreported.
+func TestCoreLateAddStepAfterRollbackIsVoid(t *testing.T) {
+	for _, restart := range []bool{false, true} {
+		t.Run(fmt.Sprintf("follower restarted from a snapshot: %v", restart), func(t *testing.T) {
+			g := newCoreGroup(t, 3)
+			lead := g.waitLeader(t)
+			c := g.cores[lead]
+			var outcome []error
+			followers := others(lead)
+			for _, id := range followers {
+				g.down[id] = true // the add step cannot commit yet
+			}
+			mc := c.StartMemberChange([]Peer{{ID: 8}}, nil, func(err error) { outcome = append(outcome, err) })
+			for r := 0; r < 3 && mc.step == nil; r++ {
+				g.round(t)
+			}
+			require.NotNil(t, mc.step, "the add step was proposed")
+			copyOf, err := proto.Marshal(mc.step)
+			require.NoError(t, err)
+
+			cause := errors.New("caller gave up")
+			c.CancelMemberChange(mc, cause)
+			g.queue = nil
+			for _, id := range followers {
+				g.down[id] = false
+			}
+			for r := 0; r < 200 && len(outcome) == 0; r++ {
+				g.round(t)
+			}
+			require.Len(t, outcome, 1)
+			require.ErrorIs(t, outcome[0], cause)
+			require.NotContains(t, outcome[0].Error(), "may still be in the group")
+			require.False(t, isMember(c.appliedConf(), 8), "rolled back")
+			want, known := confIndexOf(c.appliedConf())
+			require.True(t, known, "the leader knows its conf index")
+
+			if restart {
+				f := followers[0]
+				for r := 0; r < 5; r++ {
+					g.round(t)
+				}
+				fc := g.cores[f]
+				require.NoError(t, fc.RequestSnapshot())
+				job := fc.SnapshotJob()
+				require.NotNil(t, job)
+				require.NoError(t, job.Run())
+				require.NoError(t, fc.SnapshotDone(nil))
+				require.NoError(t, fc.Close(false))
+				cfg := Config{ID: f, Peers: []Peer{{ID: 1}, {ID: 2}, {ID: 3}}, Transport: groupTransport{g, f}, Logger: zerolog.Nop()}
+				g.sms[f] = &durableSM{g: g, id: f}
+				rc, err := NewCore(cfg, g.sms[f], CoreOptions{Storage: g.stores[f], Now: func() time.Time { return g.now }})
+				require.NoError(t, err)
+				g.cores[f] = rc
+				require.Equal(t, job.Index(), rc.AppliedIndex(), "restored from the snapshot")
+				got, ok := confIndexOf(rc.ConfState())
+				require.True(t, ok, "the restarted member knows its conf index")
+				require.Equal(t, want, got)
+			}
+
+			// The late copy, forwarded by a follower to the leader.
+			require.NoError(t, c.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: new(followers[0]), To: new(lead),
+				Entries: []*pb.Entry{{Type: pb.EntryConfChangeV2.Enum(), Data: copyOf}}}))
+			before := c.AppliedIndex()
+			for r := 0; r < 20; r++ {
+				g.round(t)
+			}
+			require.Greater(t, c.AppliedIndex(), before, "the late copy was committed and applied")
+			for id, core := range g.cores {
+				require.Equal(t, c.AppliedIndex(), core.AppliedIndex(), "member %d caught up", id)
+				cs := core.appliedConf()
+				require.False(t, isMember(cs, 8), "member %d applied the late add step: voters %v learners %v",
+					id, cs.GetVoters(), cs.GetLearners())
+			}
+			require.Empty(t, g.bad)
+		})
+	}
 }

@@ -30,7 +30,17 @@ func (s *raftStorage) Snapshot() (*pb.Snapshot, error) {
 		return snap, err
 	}
 	md := snap.GetMetadata()
-	if md.GetIndex() == 0 || len(snap.GetData()) > 0 {
+	if md.GetIndex() == 0 {
+		return snap, nil
+	}
+	// A local snapshot's conf state (CreateSnapshot) carries its conf index:
+	// raft must see the raw conf state, the index goes on the metadata.
+	if idx, ok := confIndexOf(md.GetConfState()); ok {
+		cs := withConfIndex(md.GetConfState(), idx)
+		snap = &pb.Snapshot{Metadata: snapshotMeta(md.GetIndex(), md.GetTerm(), cs), Data: snap.GetData()}
+		md = snap.GetMetadata()
+	}
+	if len(snap.GetData()) > 0 {
 		return snap, nil
 	}
 	data, err := s.store.LoadSnapshot(md.GetTerm(), md.GetIndex())

@@ -115,14 +115,14 @@ func (j *SnapshotJob) Run() error {
 	}
 	compactBelow = min(compactBelow, j.compactMax)
 	w := WriteBatch{
-		Snapshot:     &pb.SnapshotMetadata{Index: new(j.index), Term: new(j.term), ConfState: j.confState},
+		Snapshot:     snapshotMeta(j.index, j.term, j.confState),
 		CompactBelow: compactBelow,
 	}
 	if err := c.store.Write(&w); err != nil {
 		return err
 	}
 	// Without the payload, which raftStorage reads from the file.
-	if _, err := c.mem.CreateSnapshot(j.index, j.confState, nil); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) {
+	if _, err := c.mem.CreateSnapshot(j.index, j.confState, nil); err != nil && !errors.Is(err, raft.ErrSnapOutOfDate) { // raftStorage.Snapshot moves its conf index
 		return fmt.Errorf("create snapshot in raft storage: %w", err)
 	}
 	if first, _ := c.mem.FirstIndex(); compactBelow >= first {

@@ -86,6 +86,8 @@ type reconfigState struct {
 	// group, with the deciding member's applied index at the outcome: no
 	// member may apply a conf state holding one at or after that index.
 	outFrom map[uint64]uint64
+	// confIndex is the latest conf index a member's conf state carried.
+	confIndex uint64
 }
 
 // simChange is a membership change in flight.
@@ -176,6 +178,17 @@ func (w *world) noteVoters(m *member, cs *pb.ConfState) {
 	}
 	if sc := w.rc.running; sc != nil && sc.m == m && sc.inc == m.incarnation {
 		sc.observe(cs)
+	}
+	// The conf index (consensus/confbase.go) travels with the conf state
+	// through snapshots, local and sent: a member that applied past the
+	// latest conf change any member knows knows its own.
+	if m.core != nil {
+		if idx, ok := consensus.ConfIndex(cs); ok {
+			w.rc.confIndex = max(w.rc.confIndex, idx)
+		} else if w.rc.confIndex > 0 && m.core.AppliedIndex() >= w.rc.confIndex {
+			w.fail(chkMembership, "member %d applied index %d with a conf state that does not know its conf index (voters %v learners %v); conf change %d was applied before",
+				m.id, m.core.AppliedIndex(), cs.GetVoters(), cs.GetLearners(), w.rc.confIndex)
+		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(w.rc.outFrom)) {
 		from := w.rc.outFrom[id]
