@@ -128,9 +128,9 @@ func CreateFromSnapshot(dataDir string, term, index uint64, cs *pb.ConfState, da
 	err = st.SaveSnapshot(term, index, data)
 	if err == nil {
 		err = st.Write(&WriteBatch{
-			Snapshot:  &pb.SnapshotMetadata{Index: new(index), Term: new(term), ConfState: cs},
+			Snapshot:  SeedMetadata(index, term, cs),
 			HardState: &pb.HardState{Term: new(term), Commit: new(index)},
-			ConfState: cs,
+			ConfState: rawConf(cs),
 		})
 	}
 	if cerr := st.Close(); err == nil {

@@ -40,15 +40,20 @@ import (
 // same unknown field of the metadata itself (snapshotMeta): raft copies a
 // snapshot whole and compares only its conf state, so the index travels in
 // bbolt's snapshot records and in the leader's MsgSnap, and a member of an
-// older build ignores it. A conf state without one (from a snapshot of an older build, with no
-// conf change applied since; a seeded group) has an unknown history: a
-// change planned against it writes a version 1 base, judged by content
-// only, and a member that does not know its conf index judges a version 2
-// base by content only. That member knows none only while no conf change
-// applied since its snapshot, so for the history to differ a conf change
-// would have to lie between the step's base and that snapshot, taken by an
-// older build while the step was planned: a membership change during a
-// rolling upgrade, which the rule below already excludes.
+// older build ignores it. A new group's seeded snapshot (SeedMetadata)
+// names its own index as the conf index. A conf state without one (from a
+// snapshot written by an older build, or one whose conf index was written
+// for another snapshot index: confIndexAtField, with no conf change
+// applied since) has an unknown history: a change planned against it
+// writes a version 1 base, judged by content only, so the first membership
+// change after an upgrade from such data can still be re-added by a late
+// copy of its add step, as before; and a member that does not know its
+// conf index judges a version 2 base by content only. That member knows
+// none only while no conf change applied since its snapshot, so for the
+// history to differ a conf change would have to lie between the step's
+// base and that snapshot, taken by an older build while the step was
+// planned: a membership change during a rolling upgrade, which the rule
+// below already excludes.
 //
 // A context without the base prefix is read as before (peerContext: the
 // address of an added member, observerTag for an observer, or nothing): the
@@ -147,29 +152,55 @@ func rawConf(cs *pb.ConfState) *pb.ConfState {
 }
 
 // snapshotMeta returns the metadata of a snapshot at index and term with
-// conf state cs: the raw conf state, and cs's conf index, if known, as the
-// metadata's own unknown field.
+// conf state cs: the raw conf state and, if cs's conf index is known, that
+// index and the snapshot's own index as the metadata's unknown fields
+// confIndexField and confIndexAtField.
 func snapshotMeta(index, term uint64, cs *pb.ConfState) *pb.SnapshotMetadata {
 	md := &pb.SnapshotMetadata{Index: new(index), Term: new(term), ConfState: rawConf(cs)}
 	if idx, ok := confIndexOf(cs); ok {
 		ref := md.ProtoReflect()
 		b := protowire.AppendTag(nil, confIndexField, protowire.VarintType)
-		ref.SetUnknown(protowire.AppendVarint(b, idx))
+		b = protowire.AppendVarint(b, idx)
+		b = protowire.AppendTag(b, confIndexAtField, protowire.VarintType)
+		ref.SetUnknown(protowire.AppendVarint(b, index))
 	}
 	return md
 }
 
+// confIndexAtField is the unknown field of a snapshot's metadata naming the
+// snapshot index its conf index was written for. raft's MemoryStorage
+// updates a snapshot's index, term and conf state in place
+// (CreateSnapshot) and keeps the unknown fields, so a build that does not
+// write them (an older one, after a downgrade) could serve a snapshot with
+// the conf index of an earlier one; only a conf index written for the
+// metadata's own index is believed, any other is unknown. (From a review.)
+const confIndexAtField protowire.Number = 1001
+
 // snapshotConf returns the conf state of a snapshot's metadata md with the
-// conf index md carries, if any (a copy: raft's is left alone).
+// conf index md carries, if it was written for md's index (a copy: raft's
+// is left alone).
 func snapshotConf(md *pb.SnapshotMetadata) *pb.ConfState {
-	cs := proto.Clone(pb.EnsureConfState(md.GetConfState())).(*pb.ConfState)
+	cs := rawConf(proto.Clone(pb.EnsureConfState(md.GetConfState())).(*pb.ConfState))
 	if md == nil {
 		return cs
 	}
-	if idx, ok := unknownVarint(md.ProtoReflect().GetUnknown(), confIndexField); ok {
+	u := md.ProtoReflect().GetUnknown()
+	if at, ok := unknownVarint(u, confIndexAtField); !ok || at != md.GetIndex() {
+		return cs
+	}
+	if idx, ok := unknownVarint(u, confIndexField); ok {
 		return withConfIndex(cs, idx)
 	}
-	return rawConf(cs)
+	return cs
+}
+
+// SeedMetadata returns the metadata of the snapshot a new group's members
+// start from (Seed, bootstrapWithLearners, CreateFromSnapshot; the
+// simulator's seeded members): every member seeded at index has the conf
+// state cs from there, so index is its conf index (known from the start,
+// not only from the first conf change on).
+func SeedMetadata(index, term uint64, cs *pb.ConfState) *pb.SnapshotMetadata {
+	return snapshotMeta(index, term, withConfIndex(rawConf(cs), index))
 }
 
 // stripField returns the unknown fields b without those numbered num.

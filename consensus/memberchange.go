@@ -200,8 +200,9 @@ func (c *Core) startChange(add []Peer, remove []uint64, base *pb.ConfState, done
 // applies as no change too: the step's base names the point of the conf
 // state's history it was planned at (its conf index, confbase.go), which
 // the rollback's removals moved on (TestCoreLateAddStepAfterRollbackIsVoid).
-// A member that does not know its conf index (restored from an older
-// build's snapshot, no conf change since) judges by content, as before.
+// Where the conf index is unknown (data written by an older build, no
+// conf change applied since) steps are judged by content, as before: the
+// first change after such an upgrade keeps the gap (confbase.go).
 func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	if mc == nil || mc.finished || mc.phase == phaseRollback {
 		return
@@ -473,6 +474,13 @@ func (mc *MemberChange) nextStep() {
 // change that has not run yet takes cs as its base.
 func (mc *MemberChange) follow(cs *pb.ConfState) error {
 	if mc.base == nil || sameConf(cs, mc.base) {
+		if mc.base != nil && !sameHistory(cs, mc.base) {
+			// Only the conf index moved (a conf change that changed
+			// nothing here, such as a rollback's removal sent again): the
+			// step in flight carries the old one and applies as no change,
+			// so propose it again on the new base at once.
+			mc.step, mc.wait = nil, 0
+		}
 		mc.base = cs
 		return nil
 	}

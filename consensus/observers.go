@@ -120,7 +120,7 @@ func (c *Core) bootstrapWithLearners() error {
 		return fmt.Errorf("save bootstrap snapshot: %w", err)
 	}
 	err = c.store.Write(&WriteBatch{
-		Snapshot:  &pb.SnapshotMetadata{Index: &one, Term: &one, ConfState: cs},
+		Snapshot:  SeedMetadata(one, one, cs),
 		HardState: &pb.HardState{Term: &one, Commit: &one},
 		ConfState: cs,
 	})

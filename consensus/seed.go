@@ -77,7 +77,7 @@ func (s *diskStore) seed(term, index uint64, voters []uint64, payload []byte) er
 	}
 	cs := &pb.ConfState{Voters: append([]uint64(nil), voters...)}
 	w := WriteBatch{
-		Snapshot:  &pb.SnapshotMetadata{Index: new(index), Term: new(term), ConfState: cs},
+		Snapshot:  SeedMetadata(index, term, cs),
 		HardState: &pb.HardState{Term: new(term), Commit: new(index)},
 		ConfState: cs,
 	}

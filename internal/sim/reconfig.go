@@ -86,8 +86,10 @@ type reconfigState struct {
 	// group, with the deciding member's applied index at the outcome: no
 	// member may apply a conf state holding one at or after that index.
 	outFrom map[uint64]uint64
-	// confIndex is the latest conf index a member's conf state carried.
+	// confIndex is the latest conf index a member's conf state carried;
+	// confAt, the voters and learners each conf index came with first.
 	confIndex uint64
+	confAt    map[uint64]string
 }
 
 // simChange is a membership change in flight.
@@ -185,6 +187,20 @@ func (w *world) noteVoters(m *member, cs *pb.ConfState) {
 	if m.core != nil {
 		if idx, ok := consensus.ConfIndex(cs); ok {
 			w.rc.confIndex = max(w.rc.confIndex, idx)
+			// One conf index, one conf state, on every member.
+			what := fmt.Sprintf("voters %v learners %v", slices.Sorted(slices.Values(cs.GetVoters())),
+				slices.Sorted(slices.Values(cs.GetLearners())))
+			if w.rc.confAt == nil {
+				w.rc.confAt = map[uint64]string{}
+			}
+			if first, seen := w.rc.confAt[idx]; !seen {
+				w.rc.confAt[idx] = what
+			} else if first != what {
+				w.fail(chkMembership, "member %d has conf index %d with %s; another member had it with %s", m.id, idx, what, first)
+			}
+			if applied := m.core.AppliedIndex(); idx > applied {
+				w.fail(chkMembership, "member %d has conf index %d beyond its applied index %d", m.id, idx, applied)
+			}
 		} else if w.rc.confIndex > 0 && m.core.AppliedIndex() >= w.rc.confIndex {
 			w.fail(chkMembership, "member %d applied index %d with a conf state that does not know its conf index (voters %v learners %v); conf change %d was applied before",
 				m.id, m.core.AppliedIndex(), cs.GetVoters(), cs.GetLearners(), w.rc.confIndex)
