@@ -44,11 +44,12 @@ import (
 // names its own index as the conf index. A conf state without one (from a
 // snapshot written by an older build, or one whose conf index was written
 // for another snapshot index: confIndexAtField, with no conf change
-// applied since) has an unknown history: a change planned against it
-// writes a version 1 base, judged by content only, so the first membership
-// change after an upgrade from such data can still be re-added by a late
-// copy of its add step, as before; and a member that does not know its
-// conf index judges a version 2 base by content only. That member knows
+// applied since) has an unknown history: before a change proposes a based
+// step on it, it proposes a conf change that changes nothing
+// (MemberChange's markHistory), whose apply gives every member the same
+// conf index; a version 1 base (no conf index) is still read, and judged
+// by content only; and a member that does not know its conf index judges a
+// version 2 base by content only. That member knows
 // none only while no conf change applied since its snapshot, so for the
 // history to differ a conf change would have to lie between the step's
 // base and that snapshot, taken by an older build while the step was

@@ -57,65 +57,94 @@ func TestStaleConfIndexOfAnInPlaceSnapshotIsUnknown(t *testing.T) {
 
 // TestCoreLateAddStepAfterRollbackSeededGroup: the same scenario as
 // TestCoreLateAddStepAfterRollbackIsVoid, on a group whose members start
-// from a snapshot without a conf index (Seed, backup restore, or an older
-// build's snapshot after an upgrade): the first change's step is written
-// with a version 1 base (unknown history) and its late copy still re-adds
-// the member after the rollback.
+// from a seeded snapshot (Seed, backup restore, observers' bootstrap),
+// whose conf index is the seed's index (SeedMetadata), and on one whose
+// members start from an older build's snapshot, without a conf index: the
+// change first proposes a conf change that changes nothing (markHistory),
+// so its add step has a version 2 base too. Either way the late copy is
+// void. (From a review: seeded snapshots had no conf index, and the first
+// change wrote a version 1 base whose late copy re-added the member.)
 func TestCoreLateAddStepAfterRollbackSeededGroup(t *testing.T) {
-	g := &coreGroup{cores: map[uint64]*Core{}, stores: map[uint64]*memStorage{}, sms: map[uint64]*durableSM{},
-		now: time.Unix(1_700_000_000, 0), down: map[uint64]bool{}, appSent: map[uint64]map[uint64]bool{}}
-	peers := []Peer{{ID: 1}, {ID: 2}, {ID: 3}}
-	for _, p := range peers {
-		st := newMemStorage()
-		cs := &pb.ConfState{Voters: []uint64{1, 2, 3}}
-		st.snap = SeedMetadata(5, 1, cs)
-		st.cs = cs
-		st.hs = &pb.HardState{Term: new(uint64(1)), Commit: new(uint64(5))}
-		require.NoError(t, st.SaveSnapshot(1, 5, []byte("0")))
-		g.stores[p.ID] = st
-		g.appSent[p.ID] = map[uint64]bool{}
-		g.sms[p.ID] = &durableSM{g: g, id: p.ID}
-		c, err := NewCore(Config{ID: p.ID, Peers: peers, Transport: groupTransport{g, p.ID}, Logger: zerolog.Nop()},
-			g.sms[p.ID], CoreOptions{Storage: st, Now: func() time.Time { return g.now }})
-		require.NoError(t, err)
-		g.cores[p.ID] = c
-	}
-	lead := g.waitLeader(t)
-	c := g.cores[lead]
-	idx, known := confIndexOf(c.appliedConf())
-	require.True(t, known, "seeded: the seed's index is the conf index")
-	require.Equal(t, uint64(5), idx)
-	followers := others(lead)
-	for _, id := range followers {
-		g.down[id] = true
-	}
-	var outcome []error
-	mc := c.StartMemberChange([]Peer{{ID: 8}}, nil, func(err error) { outcome = append(outcome, err) })
-	for r := 0; r < 3 && mc.step == nil; r++ {
-		g.round(t)
-	}
-	require.NotNil(t, mc.step)
-	copyOf, err := proto.Marshal(mc.step)
-	require.NoError(t, err)
-	c.CancelMemberChange(mc, errors.New("caller gave up"))
-	g.queue = nil
-	for _, id := range followers {
-		g.down[id] = false
-	}
-	for r := 0; r < 200 && len(outcome) == 0; r++ {
-		g.round(t)
-	}
-	require.Len(t, outcome, 1)
-	require.False(t, isMember(c.appliedConf(), 8), "rolled back")
-	require.NoError(t, c.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: new(followers[0]), To: new(lead),
-		Entries: []*pb.Entry{{Type: pb.EntryConfChangeV2.Enum(), Data: copyOf}}}))
-	for r := 0; r < 20; r++ {
-		g.round(t)
-	}
-	for id, core := range g.cores {
-		cs := core.appliedConf()
-		require.False(t, isMember(cs, 8), "member %d applied the late add step (v1 base): voters %v learners %v",
-			id, cs.GetVoters(), cs.GetLearners())
+	for _, tt := range []struct {
+		name  string
+		meta  func(cs *pb.ConfState) *pb.SnapshotMetadata
+		known bool
+	}{
+		{name: "seeded", meta: func(cs *pb.ConfState) *pb.SnapshotMetadata { return SeedMetadata(5, 1, cs) }, known: true},
+		{name: "older build's snapshot", meta: func(cs *pb.ConfState) *pb.SnapshotMetadata {
+			return &pb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(1)), ConfState: cs}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGroupFromSnapshot(t, tt.meta)
+			lead := g.waitLeader(t)
+			c := g.cores[lead]
+			idx, known := confIndexOf(c.appliedConf())
+			require.Equal(t, tt.known, known)
+			if known {
+				require.Equal(t, uint64(5), idx, "the seed's index is the conf index")
+			}
+			followers := others(lead)
+			var outcome []error
+			mc := c.StartMemberChange([]Peer{{ID: 8}}, nil, func(err error) { outcome = append(outcome, err) })
+			// Deliver and handle until the add step is proposed (after the
+			// history mark, if any, applied), then take the followers down
+			// before it can commit.
+			isAdd := func() bool {
+				chs := mc.step.GetChanges()
+				return len(chs) == 1 && chs[0].GetType() == pb.ConfChangeAddLearnerNode
+			}
+			for r := 0; r < 40 && !isAdd(); r++ {
+				g.now = g.now.Add(DefaultTickInterval)
+				c.Tick()
+				for (len(g.queue) > 0 || g.anyReady()) && !isAdd() {
+					q := g.queue
+					g.queue = nil
+					for _, m := range q {
+						_ = g.cores[m.GetTo()].Step(m)
+					}
+					for _, id := range []uint64{1, 2, 3} {
+						for g.cores[id].HasReady() && !isAdd() {
+							require.NoError(t, g.cores[id].HandleReady())
+						}
+					}
+				}
+			}
+			require.True(t, isAdd(), "the add step was proposed")
+			_, known = confIndexOf(c.appliedConf())
+			require.True(t, known, "the add step's base has a conf index")
+			for _, id := range followers {
+				g.down[id] = true
+			}
+			g.queue = nil
+			for r := 0; r < 3; r++ {
+				g.round(t)
+			}
+			require.False(t, isMember(c.appliedConf(), 8), "the followers are down: the add step cannot commit")
+			copyOf, err := proto.Marshal(mc.step)
+			require.NoError(t, err)
+			c.CancelMemberChange(mc, errors.New("caller gave up"))
+			g.queue = nil
+			for _, id := range followers {
+				g.down[id] = false
+			}
+			for r := 0; r < 200 && len(outcome) == 0; r++ {
+				g.round(t)
+			}
+			require.Len(t, outcome, 1)
+			require.False(t, isMember(c.appliedConf(), 8), "rolled back")
+			require.NoError(t, c.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: new(followers[0]), To: new(lead),
+				Entries: []*pb.Entry{{Type: pb.EntryConfChangeV2.Enum(), Data: copyOf}}}))
+			for r := 0; r < 20; r++ {
+				g.round(t)
+			}
+			for id, core := range g.cores {
+				cs := core.appliedConf()
+				require.False(t, isMember(cs, 8), "member %d applied the late add step: voters %v learners %v",
+					id, cs.GetVoters(), cs.GetLearners())
+			}
+			require.Empty(t, g.bad)
+		})
 	}
 }
 
@@ -176,4 +205,57 @@ func TestSeededStorageKnowsItsConfIndex(t *testing.T) {
 			require.Equal(t, tt.index, idx)
 		})
 	}
+}
+
+// newGroupFromSnapshot starts a group of three whose members start from a
+// snapshot at index 5 with the metadata meta gives for their conf state.
+func newGroupFromSnapshot(t *testing.T, meta func(cs *pb.ConfState) *pb.SnapshotMetadata) *coreGroup {
+	g := &coreGroup{cores: map[uint64]*Core{}, stores: map[uint64]*memStorage{}, sms: map[uint64]*durableSM{},
+		now: time.Unix(1_700_000_000, 0), down: map[uint64]bool{}, appSent: map[uint64]map[uint64]bool{}}
+	peers := []Peer{{ID: 1}, {ID: 2}, {ID: 3}}
+	for _, p := range peers {
+		st := newMemStorage()
+		cs := &pb.ConfState{Voters: []uint64{1, 2, 3}}
+		st.snap = meta(cs)
+		st.cs = cs
+		st.hs = &pb.HardState{Term: new(uint64(1)), Commit: new(uint64(5))}
+		require.NoError(t, st.SaveSnapshot(1, 5, []byte("0")))
+		g.stores[p.ID] = st
+		g.appSent[p.ID] = map[uint64]bool{}
+		g.sms[p.ID] = &durableSM{g: g, id: p.ID}
+		c, err := NewCore(Config{ID: p.ID, Peers: peers, Transport: groupTransport{g, p.ID}, Logger: zerolog.Nop()},
+			g.sms[p.ID], CoreOptions{Storage: st, Now: func() time.Time { return g.now }})
+		require.NoError(t, err)
+		g.cores[p.ID] = c
+	}
+	return g
+}
+
+// TestCoreCancelWhileMarkingHistory: a change given up while its history
+// mark (markHistory) waits to commit has added nothing: it reports its
+// cause at once instead of waiting, as for a pending add step, for the
+// rollback's deadline.
+func TestCoreCancelWhileMarkingHistory(t *testing.T) {
+	g := newGroupFromSnapshot(t, func(cs *pb.ConfState) *pb.SnapshotMetadata {
+		return &pb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(1)), ConfState: cs}
+	})
+	lead := g.waitLeader(t)
+	c := g.cores[lead]
+	for _, id := range others(lead) {
+		g.down[id] = true // the mark cannot commit
+	}
+	var outcome []error
+	mc := c.StartMemberChange([]Peer{{ID: 8}}, nil, func(err error) { outcome = append(outcome, err) })
+	for r := 0; r < 3; r++ {
+		g.round(t)
+	}
+	require.True(t, mc.marking && mc.proposed, "the history mark is proposed")
+	cause := errors.New("caller gave up")
+	c.CancelMemberChange(mc, cause)
+	for r := 0; r < 3 && len(outcome) == 0; r++ {
+		g.round(t)
+	}
+	require.Len(t, outcome, 1, "reported within three rounds (the rollback's deadline is %d)", 3*DefaultElectionTicks)
+	require.ErrorIs(t, outcome[0], cause)
+	require.NotContains(t, outcome[0].Error(), "may still be in the group")
 }

@@ -789,6 +789,9 @@ func (c *Core) applyConfChange(idx uint64, cc pb.ConfChangeI) error {
 	pu, _ := c.transport.(PeerUpdater)
 	for _, ch := range v2.GetChanges() {
 		id := ch.GetNodeId()
+		if id == 0 {
+			continue // no change (markHistory's, or raft's cancelled form)
+		}
 		addr, observer := parseContext(peer)
 		c.noteObserver(ch.GetType(), id, observer)
 		switch ch.GetType() {

@@ -65,6 +65,9 @@ type MemberChange struct {
 	pending  uint64
 	settled  bool
 	finished bool
+	// marking: the current step is markHistory's conf change, not the
+	// phase's own.
+	marking bool
 }
 
 type changePhase int
@@ -201,8 +204,7 @@ func (c *Core) startChange(add []Peer, remove []uint64, base *pb.ConfState, done
 // state's history it was planned at (its conf index, confbase.go), which
 // the rollback's removals moved on (TestCoreLateAddStepAfterRollbackIsVoid).
 // Where the conf index is unknown (data written by an older build, no
-// conf change applied since) steps are judged by content, as before: the
-// first change after such an upgrade keeps the gap (confbase.go).
+// conf change applied since) a change first makes it known (markHistory).
 func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	if mc == nil || mc.finished || mc.phase == phaseRollback {
 		return
@@ -221,7 +223,7 @@ func (c *Core) CancelMemberChange(mc *MemberChange, cause error) {
 	case mc.phase == phaseAdd:
 		err := fmt.Errorf("consensus: add member %d as learner: %w", mc.add[mc.i].ID, cause)
 		added := slices.Clone(mc.added)
-		if mc.proposed {
+		if mc.proposed && !mc.marking {
 			// Its step may still commit: checked last, after the removals
 			// of the learners its base holds (see above).
 			added = append(added, mc.add[mc.i].ID)
@@ -341,6 +343,12 @@ func (c *Core) driveChange(mc *MemberChange) {
 				typ = pb.ConfChangeAddNode
 			}
 			cc := confChange(typ, p.ID, "")
+			if pending, err := c.markHistory(mc, cs, cc); pending || err != nil {
+				if err != nil {
+					c.finishChange(mc, fmt.Errorf("consensus: add member %d as learner: %w", p.ID, err))
+				}
+				return
+			}
 			cc.Context = stepContext(mc.base, peerContext(p))
 			if err := c.proposeStep(mc, cs, cc); err != nil {
 				c.finishChange(mc, fmt.Errorf("consensus: add member %d as learner: %w", p.ID, err))
@@ -365,6 +373,12 @@ func (c *Core) driveChange(mc *MemberChange) {
 				continue
 			}
 			cc := confChange(pb.ConfChangeRemoveNode, id, "")
+			if pending, err := c.markHistory(mc, cs, cc); pending || err != nil {
+				if err != nil {
+					c.finishChange(mc, fmt.Errorf("consensus: remove member %d: %w", id, err))
+				}
+				return
+			}
 			cc.Context = stepContext(mc.base, nil)
 			if err := c.proposeStep(mc, cs, cc); err != nil {
 				c.finishChange(mc, fmt.Errorf("consensus: remove member %d: %w", id, err))
@@ -449,6 +463,30 @@ func (c *Core) failMoved(mc *MemberChange, cs *pb.ConfState, err error) {
 	c.startRollback(mc, learners, true, err)
 }
 
+// markHistory makes sure mc's base has a known conf index before mc
+// proposes a based step on it (confbase.go): on a conf state of unknown
+// history (data an older build wrote, no conf change applied since) it
+// proposes, as the current step, a conf change that changes nothing (node
+// id 0, raft's cancelled form), whose apply gives the conf state a conf
+// index on every member. It reports whether that is still pending; once
+// the base has a conf index it clears the marker's step, so that the
+// phase's step is proposed at once. The phase's step, next, is checked
+// first (checkConfChange, as proposeStep does before every proposal), so
+// that a change refused now is refused at once, not after the mark.
+func (c *Core) markHistory(mc *MemberChange, cs *pb.ConfState, next *pb.ConfChangeV2) (pending bool, err error) {
+	if _, known := confIndexOf(mc.base); known {
+		if mc.marking {
+			mc.marking, mc.proposed, mc.wait, mc.step = false, false, 0, nil
+		}
+		return false, nil
+	}
+	if err := c.checkConfChange(cs, next, c.IsLeader()); err != nil {
+		return false, err
+	}
+	mc.marking = true
+	return true, c.proposeStep(mc, cs, confChange(pb.ConfChangeRemoveNode, 0, ""))
+}
+
 // startRollback turns mc into the removal of the members in added (only
 // those still learners when their turn comes, if learnersOnly), for at most
 // three election timeouts; mc then reports cause.
@@ -459,12 +497,12 @@ func (c *Core) startRollback(mc *MemberChange, added []uint64, learnersOnly bool
 }
 
 func (mc *MemberChange) nextPhase(p changePhase) {
-	mc.phase, mc.i, mc.proposed, mc.wait, mc.step = p, 0, false, 0, nil
+	mc.phase, mc.i, mc.proposed, mc.wait, mc.step, mc.marking = p, 0, false, 0, nil, false
 }
 
 // nextStep moves mc to the next step of its phase, not proposed yet.
 func (mc *MemberChange) nextStep() {
-	mc.i, mc.proposed, mc.wait, mc.step = mc.i+1, false, 0, nil
+	mc.i, mc.proposed, mc.wait, mc.step, mc.marking = mc.i+1, false, 0, nil, false
 }
 
 // follow checks the conf state cs applied here against mc's base and moves

@@ -121,7 +121,7 @@ func (w *world) startMembers() {
 		m := &member{w: w, idx: i, id: uint64(i + 1), disk: newDisk(w, uint64(i+1))}
 		cs := &pb.ConfState{Voters: slices.Clone(voters)}
 		m.disk.snapshot = consensus.SeedMetadata(idx, 1, cs)
-		if w.cfg.Seed%4 == 0 {
+		if w.cfg.Seed%5 == 0 {
 			// An older build's data: no conf index until the first conf
 			// change (a version 1 base for the first change's steps).
 			m.disk.snapshot = &pb.SnapshotMetadata{ConfState: cs, Index: proto.Uint64(idx), Term: proto.Uint64(1)}
@@ -296,7 +296,7 @@ func (m *member) crash() {
 		m.writing, m.idle = nil, nil
 	}
 	if m.core != nil {
-		m.w.noteVoters(m, m.core.ConfState()) // what it applied counts after it is gone
+		m.w.noteVoters(m, m.core.ConfState(), true) // what it applied counts after it is gone
 	}
 	dropped := m.backlog
 	m.up, m.paused, m.core, m.backlog = false, false, nil, nil
@@ -557,7 +557,7 @@ func (m *member) afterReady() {
 	}
 	old := m.confState
 	m.confState = cs
-	m.w.noteVoters(m, cs)
+	m.w.noteVoters(m, cs, false)
 	m.w.tracef("member %d applied conf state: voters %v learners %v", m.id, cs.GetVoters(), cs.GetLearners())
 	for _, id := range old.GetVoters() {
 		// A removed member stops once its removal is applied by any

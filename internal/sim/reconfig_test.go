@@ -62,7 +62,7 @@ func TestMembershipChangedJudged(t *testing.T) {
 				planned: tt.planned, seen: tt.planned}
 			w.rc.running = sc
 			for _, a := range tt.applied {
-				w.noteVoters(m, a)
+				w.noteVoters(m, a, false)
 			}
 			w.changeDone(sc, fmt.Errorf("%w: test", consensus.ErrMembershipChanged))
 			var got string
