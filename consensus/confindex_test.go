@@ -259,3 +259,90 @@ func TestCoreCancelWhileMarkingHistory(t *testing.T) {
 	require.ErrorIs(t, outcome[0], cause)
 	require.NotContains(t, outcome[0].Error(), "may still be in the group")
 }
+
+// TestCoreMarkingChangeDoesNotRollBackAnotherChangesLearner: change A
+// (follower F, unknown history) has only its history mark in flight; change
+// B (the leader) marks and adds learner 8. F applies B's mark and add in
+// one Ready: A fails (membership changed), but it never proposed an add
+// step for 8, so it must not remove B's learner 8 (failMoved counts
+// mc.proposed, which the mark set). (From a review.)
+func TestCoreMarkingChangeDoesNotRollBackAnotherChangesLearner(t *testing.T) {
+	g := newGroupFromSnapshot(t, func(cs *pb.ConfState) *pb.SnapshotMetadata {
+		return &pb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(1)), ConfState: cs}
+	})
+	lead := g.waitLeader(t)
+	f := others(lead)[0]
+	fc := g.cores[f]
+	var outA, outB []error
+	mcA := fc.StartMemberChange([]Peer{{ID: 8}}, nil, func(err error) { outA = append(outA, err) })
+	require.True(t, mcA.marking && mcA.proposed, "A's mark is proposed")
+	for fc.HasReady() {
+		require.NoError(t, fc.HandleReady())
+	}
+	g.queue = nil // A's forwarded mark is lost
+	g.down[f] = true
+	mcB := g.cores[lead].StartMemberChange([]Peer{{ID: 8}}, nil, func(err error) { outB = append(outB, err) })
+	for r := 0; r < 50 && mcB.phase != phasePromote; r++ {
+		g.round(t)
+	}
+	require.Equal(t, phasePromote, mcB.phase, "B added learner 8")
+	g.down[f] = false
+	for r := 0; r < 30; r++ {
+		g.round(t)
+	}
+	require.Len(t, outA, 1, "A failed: %v", outA)
+	t.Logf("A: %v; B: %v", outA, outB)
+	for id, c := range g.cores {
+		cs := c.appliedConf()
+		require.True(t, isMember(cs, 8), "member %d: learner 8 (B's) removed by A's rollback: voters %v learners %v",
+			id, cs.GetVoters(), cs.GetLearners())
+	}
+}
+
+// TestCoreMarkFromFollower: a follower's mark is forwarded, passes
+// checkForwarded and raft's stepLeader, applies as no change with one conf
+// index on every member; then its add step applies.
+func TestCoreMarkFromFollower(t *testing.T) {
+	g := newGroupFromSnapshot(t, func(cs *pb.ConfState) *pb.SnapshotMetadata {
+		return &pb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(1)), ConfState: cs}
+	})
+	lead := g.waitLeader(t)
+	f := others(lead)[0]
+	var out []error
+	mc := g.cores[f].StartMemberChange([]Peer{{ID: 8}}, nil, func(err error) { out = append(out, err) })
+	require.True(t, mc.marking)
+	for r := 0; r < 50 && mc.phase != phasePromote; r++ {
+		g.round(t)
+	}
+	require.Equal(t, phasePromote, mc.phase, "out %v", out)
+	var idx []uint64
+	for _, id := range []uint64{1, 2, 3} {
+		i, ok := confIndexOf(g.cores[id].appliedConf())
+		require.True(t, ok)
+		require.True(t, isMember(g.cores[id].appliedConf(), 8))
+		idx = append(idx, i)
+	}
+	require.Equal(t, idx[0], idx[1])
+	require.Equal(t, idx[0], idx[2])
+	require.Empty(t, g.bad)
+}
+
+// TestCoreNoActiveQuorumImmediateOnUnknownHistory: the leader refuses at
+// once a removal that leaves no running majority, with no mark proposed.
+func TestCoreNoActiveQuorumImmediateOnUnknownHistory(t *testing.T) {
+	g := newGroupFromSnapshot(t, func(cs *pb.ConfState) *pb.SnapshotMetadata {
+		return &pb.SnapshotMetadata{Index: new(uint64(5)), Term: new(uint64(1)), ConfState: cs}
+	})
+	lead := g.waitLeader(t)
+	o := others(lead)
+	g.down[o[0]] = true
+	for r := 0; r < 3*DefaultElectionTicks; r++ {
+		g.round(t)
+	}
+	var out []error
+	c := g.cores[lead]
+	mc := c.ChangeMembers(c.appliedConf(), []Peer{{ID: lead}, {ID: o[0]}}, func(err error) { out = append(out, err) })
+	require.Len(t, out, 1)
+	require.ErrorIs(t, out[0], ErrNoActiveQuorum)
+	require.False(t, mc.proposed)
+}

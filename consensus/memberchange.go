@@ -440,7 +440,7 @@ func (c *Core) driveChange(mc *MemberChange) {
 // of the other change and leave fewer voters than either change asked for.
 // Promoted ones stay voters and the error names them.
 func (c *Core) failMoved(mc *MemberChange, cs *pb.ConfState, err error) {
-	if mc.phase == phaseAdd && mc.proposed && mc.i < len(mc.add) && isMember(cs, mc.add[mc.i].ID) &&
+	if mc.phase == phaseAdd && mc.proposed && !mc.marking && mc.i < len(mc.add) && isMember(cs, mc.add[mc.i].ID) &&
 		!slices.Contains(mc.added, mc.add[mc.i].ID) {
 		mc.added = append(mc.added, mc.add[mc.i].ID)
 	}
