@@ -1,6 +1,7 @@
 package patroni
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -115,9 +116,35 @@ func testFailover(t *testing.T, target zktest.Target) {
 	if data, _, err := conn.Get(leaderPath); err != nil || string(data) != replica.name {
 		t.Fatalf("leader key %s = %q, %v; want %q", leaderPath, data, err, replica.name)
 	}
+	// GET /leader answers 200 as soon as Patroni has run pg_ctl promote
+	// (role master), which can be before PostgreSQL leaves recovery.
+	waitFor(t, 10*time.Second, "node2 accepts writes", func() error {
+		out, err := replica.psql("SELECT pg_is_in_recovery()")
+		if err != nil {
+			return err
+		}
+		if out != "f" {
+			return fmt.Errorf("%s: pg_is_in_recovery() = %q", replica.name, out)
+		}
+		return nil
+	})
 	if _, err := replica.psql("INSERT INTO ha VALUES (2, 'after failover')"); err != nil {
 		t.Fatal(err)
 	}
+
+	// The old primary pg_rewinds from the new one only once the new one's
+	// member key shows its post-promote CHECKPOINT (no
+	// "checkpoint_after_promote": false). Patroni 3.0 learns of that change
+	// only through its child watch on members/ (the new primary deletes and
+	// recreates its key), and its ZooKeeper cluster loader can drop that
+	// notification: _cluster_loader ends with
+	// "self._fetch_cluster = member.index == -1", which clears a
+	// _fetch_cluster that the watch set during the load, and the fired watch
+	// is not set again until some other watched key changes. A node started
+	// after the checkpoint reads the final key at its first load.
+	waitFor(t, 30*time.Second, "node2 publishes its post-promote checkpoint", func() error {
+		return checkpointPublished(conn, "/service/"+scope+"/members/"+replica.name)
+	})
 
 	// The old primary comes back as a replica of the new one.
 	primary.start(t)
@@ -227,6 +254,27 @@ func keepsKey(t *testing.T, c *zktest.Cluster, conn *zk.Conn, leaderPath string,
 	if _, err := primary.psql(fmt.Sprintf("INSERT INTO ha SELECT max(id)+1, 'after the crash of member %d' FROM ha", victim.ID)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkpointPublished reports whether the member key at path is a primary's
+// whose post-promote checkpoint is done: role master or primary, and no
+// checkpoint_after_promote field (Patroni writes false until then).
+func checkpointPublished(conn *zk.Conn, path string) error {
+	data, _, err := conn.Get(path)
+	if err != nil {
+		return fmt.Errorf("get %s: %w", path, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("%s: %w: %s", path, err, data)
+	}
+	if role := m["role"]; role != "master" && role != "primary" {
+		return fmt.Errorf("%s: role %v: %s", path, role, data)
+	}
+	if _, ok := m["checkpoint_after_promote"]; ok {
+		return fmt.Errorf("%s: post-promote checkpoint not done: %s", path, data)
+	}
+	return nil
 }
 
 // hasRow checks that row 1 is on n.
