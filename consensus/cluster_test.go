@@ -180,7 +180,7 @@ func TestClusterAddMemberViaSnapshotAndRemove(t *testing.T) {
 	n1 := c.nodes[1]
 	n1.proposeEach(t, "pre", 40)
 	n1.settle(t)
-	require.NotZero(t, n1.Status().LastSnapshotIndex)
+	n1.waitSnapshot(t)
 
 	// Member 2 joins; the leader's log is compacted, so it gets a snapshot.
 	ln := listenLoopback(t)

@@ -272,6 +272,20 @@ func (tn *testNode) settle(t testing.TB) {
 	require.NoError(t, err)
 }
 
+// waitSnapshot waits (bounded) until tn recorded a local snapshot: the
+// snapshotter takes it off the loop, so on a busy machine it can come after
+// the entries that asked for it were applied and settle returned.
+func (tn *testNode) waitSnapshot(t testing.TB) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for tn.Status().LastSnapshotIndex == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no local snapshot within 10 s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // setWALSegmentSize makes stores opened during the test rotate WAL segments
 // at n bytes.
 func setWALSegmentSize(t testing.TB, n int64) {

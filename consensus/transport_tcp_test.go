@@ -344,7 +344,7 @@ func TestClusterJoinsThroughSnapshotAboveFrameLimit(t *testing.T) {
 	snap, err := n1.sm.Snapshot()
 	require.NoError(t, err)
 	require.Greater(t, len(snap), maxFrameSize, "the snapshot must not fit one frame")
-	require.NotZero(t, n1.Status().LastSnapshotIndex)
+	n1.waitSnapshot(t)
 
 	ln := listenLoopback(t)
 	p2 := Peer{ID: 2, Addr: ln.Addr().String()}
