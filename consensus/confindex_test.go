@@ -94,22 +94,7 @@ func TestCoreLateAddStepAfterRollbackSeededGroup(t *testing.T) {
 				chs := mc.step.GetChanges()
 				return len(chs) == 1 && chs[0].GetType() == pb.ConfChangeAddLearnerNode
 			}
-			for r := 0; r < 40 && !isAdd(); r++ {
-				g.now = g.now.Add(DefaultTickInterval)
-				c.Tick()
-				for (len(g.queue) > 0 || g.anyReady()) && !isAdd() {
-					q := g.queue
-					g.queue = nil
-					for _, m := range q {
-						_ = g.cores[m.GetTo()].Step(m)
-					}
-					for _, id := range []uint64{1, 2, 3} {
-						for g.cores[id].HasReady() && !isAdd() {
-							require.NoError(t, g.cores[id].HandleReady())
-						}
-					}
-				}
-			}
+			g.stepUntil(t, c, isAdd)
 			require.True(t, isAdd(), "the add step was proposed")
 			_, known = confIndexOf(c.appliedConf())
 			require.True(t, known, "the add step's base has a conf index")
@@ -123,18 +108,10 @@ func TestCoreLateAddStepAfterRollbackSeededGroup(t *testing.T) {
 			require.False(t, isMember(c.appliedConf(), 8), "the followers are down: the add step cannot commit")
 			copyOf, err := proto.Marshal(mc.step)
 			require.NoError(t, err)
-			c.CancelMemberChange(mc, errors.New("caller gave up"))
-			g.queue = nil
-			for _, id := range followers {
-				g.down[id] = false
-			}
-			for r := 0; r < 200 && len(outcome) == 0; r++ {
-				g.round(t)
-			}
+			g.cancelWithFollowersBack(t, c, mc, errors.New("caller gave up"), followers)
 			require.Len(t, outcome, 1)
 			require.False(t, isMember(c.appliedConf(), 8), "rolled back")
-			require.NoError(t, c.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: new(followers[0]), To: new(lead),
-				Entries: []*pb.Entry{{Type: pb.EntryConfChangeV2.Enum(), Data: copyOf}}}))
+			g.forwardLateCopy(t, c, followers[0], copyOf)
 			for r := 0; r < 20; r++ {
 				g.round(t)
 			}

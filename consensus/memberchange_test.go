@@ -189,22 +189,7 @@ func TestCoreMemberChangeCancelWhileAddingRollsBack(t *testing.T) {
 			added := func() bool { return tt.downAfter == 0 || isMember(c.appliedConf(), tt.downAfter) }
 			// Deliver and handle until downAfter is a learner here, then
 			// take the followers down before the next step can commit.
-			for r := 0; r < 40 && !added(); r++ {
-				g.now = g.now.Add(DefaultTickInterval)
-				c.Tick()
-				for (len(g.queue) > 0 || g.anyReady()) && !added() {
-					q := g.queue
-					g.queue = nil
-					for _, m := range q {
-						_ = g.cores[m.GetTo()].Step(m)
-					}
-					for _, id := range []uint64{1, 2, 3} {
-						for g.cores[id].HasReady() && !added() {
-							require.NoError(t, g.cores[id].HandleReady())
-						}
-					}
-				}
-			}
+			g.stepUntil(t, c, added)
 			require.True(t, added())
 			followers := others(lead)
 			for _, id := range followers {
@@ -585,14 +570,7 @@ func TestCoreLateAddStepAfterRollbackIsVoid(t *testing.T) {
 			require.NoError(t, err)
 
 			cause := errors.New("caller gave up")
-			c.CancelMemberChange(mc, cause)
-			g.queue = nil
-			for _, id := range followers {
-				g.down[id] = false
-			}
-			for r := 0; r < 200 && len(outcome) == 0; r++ {
-				g.round(t)
-			}
+			g.cancelWithFollowersBack(t, c, mc, cause, followers)
 			require.Len(t, outcome, 1)
 			require.ErrorIs(t, outcome[0], cause)
 			require.NotContains(t, outcome[0].Error(), "may still be in the group")
@@ -624,8 +602,7 @@ func TestCoreLateAddStepAfterRollbackIsVoid(t *testing.T) {
 			}
 
 			// The late copy, forwarded by a follower to the leader.
-			require.NoError(t, c.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: new(followers[0]), To: new(lead),
-				Entries: []*pb.Entry{{Type: pb.EntryConfChangeV2.Enum(), Data: copyOf}}}))
+			g.forwardLateCopy(t, c, followers[0], copyOf)
 			before := c.AppliedIndex()
 			for r := 0; r < 20; r++ {
 				g.round(t)
@@ -640,4 +617,51 @@ func TestCoreLateAddStepAfterRollbackIsVoid(t *testing.T) {
 			require.Empty(t, g.bad)
 		})
 	}
+}
+
+// stepUntil ticks c (one tick a round, up to 40) and delivers and handles
+// messages and Readys one at a time on members 1-3, stopping as soon as
+// cond holds, so that a test can act between two steps of a change.
+func (g *coreGroup) stepUntil(t *testing.T, c *Core, cond func() bool) {
+	t.Helper()
+	for r := 0; r < 40 && !cond(); r++ {
+		g.now = g.now.Add(DefaultTickInterval)
+		c.Tick()
+		for (len(g.queue) > 0 || g.anyReady()) && !cond() {
+			q := g.queue
+			g.queue = nil
+			for _, m := range q {
+				_ = g.cores[m.GetTo()].Step(m)
+			}
+			for _, id := range []uint64{1, 2, 3} {
+				for g.cores[id].HasReady() && !cond() {
+					require.NoError(t, g.cores[id].HandleReady())
+				}
+			}
+		}
+	}
+}
+
+// cancelWithFollowersBack gives mc up on c with cause, drops what was sent
+// to the followers while they were down, brings them back and runs rounds
+// until mc reported (bounded).
+func (g *coreGroup) cancelWithFollowersBack(t *testing.T, c *Core, mc *MemberChange, cause error, followers []uint64) {
+	t.Helper()
+	c.CancelMemberChange(mc, cause)
+	g.queue = nil
+	for _, id := range followers {
+		g.down[id] = false
+	}
+	for r := 0; r < 200 && !mc.Finished(); r++ {
+		g.round(t)
+	}
+}
+
+// forwardLateCopy steps into the leader c the conf change data (a marshalled
+// ConfChangeV2) as a proposal forwarded by member from: a late copy of a
+// step.
+func (g *coreGroup) forwardLateCopy(t *testing.T, c *Core, from uint64, data []byte) {
+	t.Helper()
+	require.NoError(t, c.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: new(from), To: new(c.cfg.ID),
+		Entries: []*pb.Entry{{Type: pb.EntryConfChangeV2.Enum(), Data: data}}}))
 }
