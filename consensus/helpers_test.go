@@ -277,10 +277,17 @@ func (tn *testNode) settle(t testing.TB) {
 // the entries that asked for it were applied and settle returned.
 func (tn *testNode) waitSnapshot(t testing.TB) {
 	t.Helper()
+	tn.waitSnapshotAbove(t, 0)
+}
+
+// waitSnapshotAbove waits (bounded) until tn recorded a local snapshot above
+// index min.
+func (tn *testNode) waitSnapshotAbove(t testing.TB, min uint64) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for tn.Status().LastSnapshotIndex == 0 {
+	for tn.Status().LastSnapshotIndex <= min {
 		if time.Now().After(deadline) {
-			t.Fatal("no local snapshot within 10 s")
+			t.Fatalf("no local snapshot above index %d within 10 s (last %d)", min, tn.Status().LastSnapshotIndex)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -75,8 +75,7 @@ func TestSnapshotBoundsLogAndRestores(t *testing.T) {
 	before := tn.sm.state()
 	appliedBefore := tn.AppliedIndex()
 
-	s := tn.Status()
-	require.Greater(t, s.LastSnapshotIndex, uint64(50))
+	tn.waitSnapshotAbove(t, 50)
 	// A snapshot job runs on the snapshotter goroutine and the log is
 	// compacted when it is recorded, so one may still be in flight here
 	// (settle waits for the loop, not for the job): the log comes down to
@@ -102,7 +101,7 @@ func TestSnapshotBoundsLogAndRestores(t *testing.T) {
 	tn2.waitLeader(t)
 	tn2.proposeEach(t, "t", 30)
 	tn2.settle(t)
-	require.Greater(t, tn2.Status().LastSnapshotIndex, appliedBefore)
+	tn2.waitSnapshotAbove(t, appliedBefore)
 }
 
 func TestCorruptSnapshotFailsStart(t *testing.T) {
@@ -112,7 +111,7 @@ func TestCorruptSnapshotFailsStart(t *testing.T) {
 	tn.waitLeader(t)
 	tn.proposeEach(t, "c", 30)
 	tn.settle(t)
-	require.NotZero(t, tn.Status().LastSnapshotIndex)
+	tn.waitSnapshot(t)
 	require.NoError(t, tn.Stop())
 
 	files, err := listSnapFiles(filepath.Join(dir, snapDirName))
