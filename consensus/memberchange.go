@@ -343,14 +343,7 @@ func (c *Core) driveChange(mc *MemberChange) {
 				typ = pb.ConfChangeAddNode
 			}
 			cc := confChange(typ, p.ID, "")
-			if pending, err := c.markHistory(mc, cs, cc); pending || err != nil {
-				if err != nil {
-					c.finishChange(mc, fmt.Errorf("consensus: add member %d as learner: %w", p.ID, err))
-				}
-				return
-			}
-			cc.Context = stepContext(mc.base, peerContext(p))
-			if err := c.proposeStep(mc, cs, cc); err != nil {
+			if err := c.proposeBased(mc, cs, cc, peerContext(p)); err != nil {
 				c.finishChange(mc, fmt.Errorf("consensus: add member %d as learner: %w", p.ID, err))
 			}
 			return
@@ -373,14 +366,7 @@ func (c *Core) driveChange(mc *MemberChange) {
 				continue
 			}
 			cc := confChange(pb.ConfChangeRemoveNode, id, "")
-			if pending, err := c.markHistory(mc, cs, cc); pending || err != nil {
-				if err != nil {
-					c.finishChange(mc, fmt.Errorf("consensus: remove member %d: %w", id, err))
-				}
-				return
-			}
-			cc.Context = stepContext(mc.base, nil)
-			if err := c.proposeStep(mc, cs, cc); err != nil {
+			if err := c.proposeBased(mc, cs, cc, nil); err != nil {
 				c.finishChange(mc, fmt.Errorf("consensus: remove member %d: %w", id, err))
 			}
 			return
@@ -461,6 +447,18 @@ func (c *Core) failMoved(mc *MemberChange, cs *pb.ConfState, err error) {
 		return
 	}
 	c.startRollback(mc, learners, true, err)
+}
+
+// proposeBased proposes cc, the current step of mc's phase, planned
+// against mc's base (stepContext, with peer after it), once the base's
+// history is marked (markHistory: until then it proposes the mark
+// instead). It returns a refusal of checkConfChange.
+func (c *Core) proposeBased(mc *MemberChange, cs *pb.ConfState, cc *pb.ConfChangeV2, peer []byte) error {
+	if pending, err := c.markHistory(mc, cs, cc); pending || err != nil {
+		return err
+	}
+	cc.Context = stepContext(mc.base, peer)
+	return c.proposeStep(mc, cs, cc)
 }
 
 // markHistory makes sure mc's base has a known conf index before mc

@@ -252,10 +252,7 @@ func TestCoreCancelQueuedChangesBackToBack(t *testing.T) {
 	for r := 0; r < 20; r++ {
 		g.round(t)
 	}
-	require.Len(t, first, 1)
-	require.ErrorIs(t, first[0], cause)
-	require.Len(t, second, 1)
-	require.ErrorIs(t, second[0], cause)
+	requireGaveUp(t, cause, first, second)
 }
 
 // TestCoreCancelNextChangeFromDoneCallback cancels the next queued change
@@ -279,10 +276,7 @@ func TestCoreCancelNextChangeFromDoneCallback(t *testing.T) {
 	for r := 0; r < 20; r++ {
 		g.round(t)
 	}
-	require.Len(t, first, 1)
-	require.ErrorIs(t, first[0], cause)
-	require.Len(t, second, 1)
-	require.ErrorIs(t, second[0], cause)
+	requireGaveUp(t, cause, first, second)
 }
 
 // waitLeader runs rounds until a leader is elected and returns it.
@@ -664,4 +658,14 @@ func (g *coreGroup) forwardLateCopy(t *testing.T, c *Core, from uint64, data []b
 	t.Helper()
 	require.NoError(t, c.Step(&pb.Message{Type: pb.MsgProp.Enum(), From: new(from), To: new(c.cfg.ID),
 		Entries: []*pb.Entry{{Type: pb.EntryConfChangeV2.Enum(), Data: data}}}))
+}
+
+// requireGaveUp requires that each change whose outcomes are given
+// reported once, with cause.
+func requireGaveUp(t *testing.T, cause error, outcomes ...[]error) {
+	t.Helper()
+	for i, out := range outcomes {
+		require.Len(t, out, 1, "change %d's outcomes", i+1)
+		require.ErrorIs(t, out[0], cause)
+	}
 }

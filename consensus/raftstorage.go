@@ -35,9 +35,8 @@ func (s *raftStorage) Snapshot() (*pb.Snapshot, error) {
 	}
 	// A local snapshot's conf state (CreateSnapshot) carries its conf index:
 	// raft must see the raw conf state, the index goes on the metadata.
-	if idx, ok := confIndexOf(md.GetConfState()); ok {
-		cs := withConfIndex(md.GetConfState(), idx)
-		snap = &pb.Snapshot{Metadata: snapshotMeta(md.GetIndex(), md.GetTerm(), cs), Data: snap.GetData()}
+	if _, ok := confIndexOf(md.GetConfState()); ok {
+		snap = &pb.Snapshot{Metadata: snapshotMeta(md.GetIndex(), md.GetTerm(), md.GetConfState()), Data: snap.GetData()}
 		md = snap.GetMetadata()
 	}
 	if len(snap.GetData()) > 0 {

@@ -185,43 +185,40 @@ func (w *world) noteVoters(m *member, cs *pb.ConfState, crashed bool) {
 	if sc := w.rc.running; sc != nil && sc.m == m && sc.inc == m.incarnation {
 		sc.observe(cs)
 	}
+	if m.core == nil {
+		return // a checker's test: nothing applied
+	}
+	applied := m.core.AppliedIndex()
 	// The conf index (consensus/confbase.go) travels with the conf state
 	// through snapshots, local and sent: a member that applied past the
 	// latest conf change any member knows knows its own.
-	if m.core != nil {
-		if idx, ok := consensus.ConfIndex(cs); ok {
-			w.rc.confIndex = max(w.rc.confIndex, idx)
-			// One conf index, one conf state, on every member.
-			what := fmt.Sprintf("voters %v learners %v", slices.Sorted(slices.Values(cs.GetVoters())),
-				slices.Sorted(slices.Values(cs.GetLearners())))
-			if w.rc.confAt == nil {
-				w.rc.confAt = map[uint64]string{}
-			}
-			if first, seen := w.rc.confAt[idx]; !seen {
-				w.rc.confAt[idx] = what
-			} else if first != what {
-				w.fail(chkMembership, "member %d has conf index %d with %s; another member had it with %s", m.id, idx, what, first)
-			}
-			if applied := m.core.AppliedIndex(); idx > applied && !crashed {
-				w.fail(chkMembership, "member %d has conf index %d beyond its applied index %d", m.id, idx, applied)
-			}
-		} else if w.rc.confIndex > 0 && m.core.AppliedIndex() >= w.rc.confIndex {
-			w.fail(chkMembership, "member %d applied index %d with a conf state that does not know its conf index (voters %v learners %v); conf change %d was applied before",
-				m.id, m.core.AppliedIndex(), cs.GetVoters(), cs.GetLearners(), w.rc.confIndex)
+	if idx, ok := consensus.ConfIndex(cs); ok {
+		w.rc.confIndex = max(w.rc.confIndex, idx)
+		// One conf index, one conf state, on every member.
+		what := fmt.Sprintf("voters %v learners %v", slices.Sorted(slices.Values(cs.GetVoters())),
+			slices.Sorted(slices.Values(cs.GetLearners())))
+		if w.rc.confAt == nil {
+			w.rc.confAt = map[uint64]string{}
 		}
+		if first, seen := w.rc.confAt[idx]; !seen {
+			w.rc.confAt[idx] = what
+		} else if first != what {
+			w.fail(chkMembership, "member %d has conf index %d with %s; another member had it with %s", m.id, idx, what, first)
+		}
+		if idx > applied && !crashed {
+			w.fail(chkMembership, "member %d has conf index %d beyond its applied index %d", m.id, idx, applied)
+		}
+	} else if w.rc.confIndex > 0 && applied >= w.rc.confIndex {
+		w.fail(chkMembership, "member %d applied index %d with a conf state that does not know its conf index (voters %v learners %v); conf change %d was applied before",
+			m.id, applied, cs.GetVoters(), cs.GetLearners(), w.rc.confIndex)
 	}
 	for _, id := range slices.Sorted(maps.Keys(w.rc.outFrom)) {
 		from := w.rc.outFrom[id]
-		if applied := m.core.AppliedIndex(); applied >= from && isIn(cs, id) {
+		if applied >= from && consensus.InConfState(cs, id) {
 			w.fail(chkMembership, "member %d applied a conf state with member %d in the group (voters %v learners %v) at applied index %d, at or after index %d where the failed addition that added it reported it out",
 				m.id, id, cs.GetVoters(), cs.GetLearners(), applied, from)
 		}
 	}
-}
-
-// isIn reports whether id is a voter or learner in cs.
-func isIn(cs *pb.ConfState, id uint64) bool {
-	return slices.Contains(cs.GetVoters(), id) || slices.Contains(cs.GetLearners(), id)
 }
 
 // namesKept reports whether a failed membership change's error names
@@ -496,7 +493,7 @@ func (w *world) changeDone(sc *simChange, err error) {
 		// named as staying): so it is on the deciding member now, and no
 		// member applies it in the group again from there on (a late copy
 		// of its add step must apply as no change).
-		if isIn(cs, a.id) {
+		if consensus.InConfState(cs, a.id) {
 			w.fail(chkMembership, "%s failed on member %d with %v, naming no member as staying, but member %d is in its conf state (voters %v learners %v)",
 				sc.what, m.id, err, a.id, cs.GetVoters(), cs.GetLearners())
 		}
