@@ -113,8 +113,11 @@ type Core struct {
 	openApp      map[uint64]int  // sendAppends: per member, its append in sendBuf that the next may extend
 	openMerged   map[uint64]int  // sendAppends: per member whose open append mergeAppend built, its entry bytes
 	parallel     bool            // CoreOptions.ParallelApply
-	inbox        Inbox           // CoreOptions.Inbox
-	inboxBuf     []*pb.Message   // reused by stepInbox
+	// inlineApplyMax: on a single member, HandleReady applies up to this many
+	// durable entries before the write instead of during it (tests lower it).
+	inlineApplyMax int
+	inbox          Inbox         // CoreOptions.Inbox
+	inboxBuf       []*pb.Message // reused by stepInbox
 	// told is, per follower, the highest index tellCommit let it commit
 	// (min of its match and the commit index), in term toldTerm.
 	told     map[uint64]uint64
@@ -153,7 +156,9 @@ type CoreOptions struct {
 	// waits for, the simulator completes the write after a simulated
 	// latency. StateMachine.Apply then runs concurrently with
 	// Storage.Write (never with another Core method). False: they run one
-	// after the other, apply first.
+	// after the other, apply first. On a single member (no Transport)
+	// HandleReady overlaps them only for a long apply (inlineApplyMax);
+	// the simulator always applies first.
 	ParallelApply bool
 	// Inbox, with ParallelApply, hands HandleReady the peer messages that
 	// arrive while a Ready's write runs: it steps them then, and applies
@@ -190,19 +195,20 @@ func NewCore(cfg Config, sm StateMachine, opts CoreOptions) (*Core, error) {
 		return nil, errors.New("consensus: nil Storage")
 	}
 	c := &Core{
-		cfg:        cfg,
-		lg:         cfg.Logger.With().Str("component", "consensus").Uint64("node_id", cfg.ID).Logger(),
-		sm:         sm,
-		store:      opts.Storage,
-		mem:        raft.NewMemoryStorage(),
-		transport:  cfg.Transport,
-		now:        opts.Now,
-		onReads:    opts.OnReadStates,
-		parallel:   opts.ParallelApply,
-		inbox:      opts.Inbox,
-		openApp:    make(map[uint64]int),
-		openMerged: make(map[uint64]int),
-		told:       make(map[uint64]uint64),
+		cfg:            cfg,
+		lg:             cfg.Logger.With().Str("component", "consensus").Uint64("node_id", cfg.ID).Logger(),
+		sm:             sm,
+		store:          opts.Storage,
+		mem:            raft.NewMemoryStorage(),
+		transport:      cfg.Transport,
+		now:            opts.Now,
+		onReads:        opts.OnReadStates,
+		parallel:       opts.ParallelApply,
+		inlineApplyMax: inlineApplyMax,
+		inbox:          opts.Inbox,
+		openApp:        make(map[uint64]int),
+		openMerged:     make(map[uint64]int),
+		told:           make(map[uint64]uint64),
 	}
 	if c.transport == nil {
 		c.inbox = nil // a single member receives no messages

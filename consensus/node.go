@@ -261,6 +261,9 @@ func Start(cfg Config, sm StateMachine) (*Node, error) {
 		_ = n.store.Close()
 		return nil, err
 	}
+	if testInlineApplyMax != nil {
+		n.core.inlineApplyMax = *testInlineApplyMax
+	}
 	if n.transport != nil {
 		if err := n.transport.Start(n); err != nil {
 			_ = n.store.Close()
@@ -340,6 +343,11 @@ var testNoForward bool
 // testNoInbox, set only by benchmarks, starts the Core without an Inbox
 // (peer messages wait for the next Ready), to measure what it saves.
 var testNoInbox bool
+
+// testInlineApplyMax, set only by tests, replaces the Core's
+// inlineApplyMax (how many durable entries a member without peers applies
+// before its write rather than during it).
+var testInlineApplyMax *int
 
 // maxEarlyRuns bounds how often one loop iteration runs queued work
 // between two Readys before it returns to the ticker and Stop.

@@ -252,10 +252,12 @@ func (s hookStorage) Write(w *WriteBatch) error {
 	return s.Storage.Write(w)
 }
 
-// gateSM holds Apply of the entry "a" until gate is closed (bounded).
+// gateSM holds Apply of the entry "a" until gate is closed, for at most
+// wait (blocked reports that it gave up).
 type gateSM struct {
 	*logSM
 	gate    chan struct{}
+	wait    time.Duration
 	blocked atomic.Bool // Apply of "a" gave up waiting
 }
 
@@ -263,55 +265,92 @@ func (s *gateSM) Apply(index, term uint64, data []byte) error {
 	if string(data) == "a" {
 		select {
 		case <-s.gate:
-		case <-time.After(5 * time.Second):
+		case <-time.After(s.wait):
 			s.blocked.Store(true)
 		}
 	}
 	return s.logSM.Apply(index, term, data)
 }
 
-// TestLoopWritesNextBatchWhileApplying: on a single member, a proposal
-// queued while the loop writes entry a is written while a is applied (the
-// loop hands it to raft before the Ready that applies a), not after.
-func TestLoopWritesNextBatchWhileApplying(t *testing.T) {
-	aWriting := make(chan struct{})
-	release := make(chan struct{})
-	sm := &gateSM{logSM: newLogSM(), gate: make(chan struct{})}
-	var aOnce, bOnce sync.Once
-	testWrapStorage = func(s Storage) Storage {
-		return hookStorage{Storage: s, before: func(w *WriteBatch) {
-			for _, e := range w.Entries {
-				switch string(e.GetData()) {
-				case "a": // hold the write of a until b is queued
-					aOnce.Do(func() { close(aWriting) })
-					<-release
-				case "b": // a may be applied now
-					bOnce.Do(func() { close(sm.gate) })
-				}
+// TestLoopWritesNextBatchWithApply: on a single member, a proposal b queued
+// while the loop writes entry a goes to raft before the Ready that applies a
+// (the loop hands it the queued work first), so that this Ready also writes
+// b: while a is applied when more entries than inlineApplyMax are to be
+// applied ("overlapping"), and right after a's apply, on the loop, when
+// fewer are ("apply first": a goroutine for the write would start later
+// than a short apply ends). a's apply waits for b's write to start, for at
+// most the case's wait: overlapping, it must not have to wait that long;
+// applying first, b's write must not start before a is applied.
+func TestLoopWritesNextBatchWithApply(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		inlineMax int
+		wait      time.Duration
+		overlap   bool
+	}{
+		{"overlapping", 0, 5 * time.Second, true},
+		{"apply first", inlineApplyMax, 300 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			aWriting := make(chan struct{})
+			release := make(chan struct{})
+			sm := &gateSM{logSM: newLogSM(), gate: make(chan struct{}), wait: tc.wait}
+			var aOnce, bOnce sync.Once
+			var writes, aWrite, bWrite, appliedAtB atomic.Int64
+			testWrapStorage = func(s Storage) Storage {
+				return hookStorage{Storage: s, before: func(w *WriteBatch) {
+					n := writes.Add(1) // every Ready's, empty or not
+					for _, e := range w.Entries {
+						switch string(e.GetData()) {
+						case "a": // hold the write of a until b is queued
+							aOnce.Do(func() {
+								aWrite.Store(n)
+								close(aWriting)
+							})
+							<-release
+						case "b": // a may be applied now
+							bOnce.Do(func() {
+								bWrite.Store(n)
+								appliedAtB.Store(int64(len(sm.state().datas)))
+								close(sm.gate)
+							})
+						}
+					}
+				}}
 			}
-		}}
-	}
-	t.Cleanup(func() { testWrapStorage = nil })
-	n, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = n.Stop() })
-	ctx := testCtx(t)
-	require.Eventually(t, n.IsLeader, testTimeout, 5*time.Millisecond)
+			max := tc.inlineMax
+			testInlineApplyMax = &max
+			t.Cleanup(func() { testWrapStorage, testInlineApplyMax = nil, nil })
+			n, err := Start(Config{ID: 1, DataDir: t.TempDir(), TickInterval: 10 * time.Millisecond, Logger: testLogger(t)}, sm)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = n.Stop() })
+			ctx := testCtx(t)
+			require.Eventually(t, n.IsLeader, testTimeout, 5*time.Millisecond)
+			before := len(sm.state().datas) // raft's empty entry of the new term
 
-	errc := make(chan error, 2)
-	go func() { errc <- n.Propose(ctx, []byte("a")) }()
-	<-aWriting
-	go func() { errc <- n.Propose(ctx, []byte("b")) }()
-	require.Eventually(t, func() bool {
-		n.q.mu.Lock()
-		defer n.q.mu.Unlock()
-		return len(n.q.ops) == 1
-	}, testTimeout, time.Millisecond)
-	close(release)
-	require.NoError(t, <-errc)
-	require.NoError(t, <-errc)
-	sm.waitCount(t, 2)
-	require.False(t, sm.blocked.Load(), "b was not written while a was applied")
+			errc := make(chan error, 2)
+			go func() { errc <- n.Propose(ctx, []byte("a")) }()
+			<-aWriting
+			go func() { errc <- n.Propose(ctx, []byte("b")) }()
+			require.Eventually(t, func() bool {
+				n.q.mu.Lock()
+				defer n.q.mu.Unlock()
+				return len(n.q.ops) == 1
+			}, testTimeout, time.Millisecond)
+			close(release)
+			require.NoError(t, <-errc)
+			require.NoError(t, <-errc)
+			sm.waitCount(t, 2)
+			require.Equal(t, aWrite.Load()+1, bWrite.Load(), "b was not written by the Ready after a's write")
+			if tc.overlap {
+				require.False(t, sm.blocked.Load(), "b was not written while a was applied")
+				require.Equal(t, int64(before), appliedAtB.Load(), "a was applied before b's write started")
+			} else {
+				require.True(t, sm.blocked.Load(), "b's write started while a was applied")
+				require.Equal(t, int64(before+1), appliedAtB.Load(), "a was not applied when b's write started")
+			}
+		})
+	}
 }
 
 // TestProposeAsyncSharesOneWrite: one caller's ProposeAsync calls do not
