@@ -28,9 +28,16 @@ type handoffPhases struct {
 // handoffsOf pairs each acquisition that waited for an event with the one
 // before it (acquisitions in acquisition order: one lock, one holder at a
 // time) and sums the phases. An acquisition that did not wait (it found
-// itself first at once) starts no phase.
-func handoffsOf(locks []lockTimes) *handoffPhases {
-	sorted := append([]lockTimes(nil), locks...)
+// itself first at once) starts no phase. Only acquisitions before end (the
+// run's end) count, as for the latencies: the clients finish the lock they
+// wait for when the run ends.
+func handoffsOf(locks []lockTimes, end time.Time) *handoffPhases {
+	var sorted []lockTimes
+	for _, l := range locks {
+		if l.acquired.Before(end) {
+			sorted = append(sorted, l)
+		}
+	}
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].acquired.Before(sorted[j].acquired) })
 	h := &handoffPhases{}
 	for k := 1; k < len(sorted); k++ {

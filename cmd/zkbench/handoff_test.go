@@ -27,10 +27,16 @@ func TestHandoffsOf(t *testing.T) {
 			{acquired: at(1000)},
 			{waited: true, event: at(900), acquired: at(1100)},
 		}, 0, 0, 0},
+		{"acquired after the run's end: not counted", []lockTimes{
+			{acquired: at(0)},
+			{waited: true, event: at(800), acquired: at(1000)},
+			{waited: true, event: at(1800), acquired: at(2100)},
+		}, 1, 800 * time.Microsecond, 200 * time.Microsecond},
 	}
+	end := at(2000)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := handoffsOf(tc.locks)
+			h := handoffsOf(tc.locks, end)
 			if h.n != tc.n || h.releaseToEvent != tc.release || h.eventToOwner != tc.owner {
 				t.Fatalf("handoffsOf = %d hand-offs, release→event %v, event→acquired %v; want %d, %v, %v",
 					h.n, h.releaseToEvent, h.eventToOwner, tc.n, tc.release, tc.owner)

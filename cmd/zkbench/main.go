@@ -262,7 +262,15 @@ func (nopLogger) Printf(string, ...any) {}
 // below with getData and look again when it goes. Release deletes the child.
 // If stop closes while waiting, the child is deleted and errStopped
 // returned.
-func lockOnce(c *zk.Conn, dir string, stop <-chan struct{}, t *lockTimes) error {
+// lockConn is what lockOnce uses of a client (*zk.Conn; tests script it).
+type lockConn interface {
+	Create(path string, data []byte, flags int32, acl []zk.ACL) (string, error)
+	Children(path string) ([]string, *zk.Stat, error)
+	GetW(path string) ([]byte, *zk.Stat, <-chan zk.Event, error)
+	Delete(path string, version int32) error
+}
+
+func lockOnce(c lockConn, dir string, stop <-chan struct{}, t *lockTimes) error {
 	p, err := c.Create(dir+"/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
 	if err != nil {
 		return fmt.Errorf("create lock node: %w", err)
@@ -731,14 +739,10 @@ func run(s *server, w workload, d time.Duration, value []byte) (result, error) {
 	var locks []lockTimes
 	for _, wk := range workers {
 		created = append(created, wk.created...)
-		for _, l := range wk.locks {
-			if l.acquired.Before(end) { // as the latencies: inside the run
-				locks = append(locks, l)
-			}
-		}
+		locks = append(locks, wk.locks...)
 	}
 	if len(locks) > 0 {
-		r.handoffs = handoffsOf(locks)
+		r.handoffs = handoffsOf(locks, end)
 	}
 	if err := deleteNodes(clients, created); err != nil {
 		return r, fmt.Errorf("%s %s: delete the %d nodes it created: %w", s.target, w.name, len(created), err)
