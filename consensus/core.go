@@ -113,7 +113,7 @@ type Core struct {
 	openApp      map[uint64]int  // sendAppends: per member, its append in sendBuf that the next may extend
 	openMerged   map[uint64]int  // sendAppends: per member whose open append mergeAppend built, its entry bytes
 	parallel     bool            // CoreOptions.ParallelApply
-	// inlineApplyMax: on a single member, HandleReady applies up to this many
+	// inlineApplyMax: without a Transport, HandleReady applies up to this many
 	// durable entries before the write instead of during it (tests lower it).
 	inlineApplyMax int
 	inbox          Inbox         // CoreOptions.Inbox

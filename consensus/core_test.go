@@ -471,15 +471,18 @@ func (s *chanSM) Snapshot() ([]byte, error)    { return nil, nil }
 func (s *chanSM) Restore(uint64, []byte) error { return nil }
 
 // TestApplyDurableDuringNextWrite: on a single member, entries a write made
-// durable are applied while (ParallelApply) or before the write of the
-// entries proposed after it, in one Ready, and never before their own write.
+// durable are applied while (ParallelApply, more than inlineApplyMax of
+// them) or before the write of the entries proposed after it, in one Ready,
+// and never before their own write.
 func TestApplyDurableDuringNextWrite(t *testing.T) {
 	tests := []struct {
-		name     string
-		parallel bool
+		name      string
+		parallel  bool
+		inlineMax int
 	}{
-		{name: "parallel", parallel: true},
-		{name: "sequential", parallel: false},
+		{name: "parallel", parallel: true, inlineMax: 0},
+		{name: "parallel, short apply first", parallel: true, inlineMax: inlineApplyMax},
+		{name: "sequential", parallel: false, inlineMax: inlineApplyMax},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -488,6 +491,7 @@ func TestApplyDurableDuringNextWrite(t *testing.T) {
 			c, err := NewCore(Config{ID: 1, Peers: []Peer{{ID: 1}}, Logger: zerolog.Nop()}, sm,
 				CoreOptions{Storage: st, ParallelApply: tt.parallel})
 			require.NoError(t, err)
+			c.inlineApplyMax = tt.inlineMax
 			for i := 0; i < 10 && !c.IsLeader(); i++ {
 				for c.HasReady() {
 					require.NoError(t, c.HandleReady())

@@ -326,7 +326,7 @@ func TestLoopWritesNextBatchWithApply(t *testing.T) {
 			t.Cleanup(func() { _ = n.Stop() })
 			ctx := testCtx(t)
 			require.Eventually(t, n.IsLeader, testTimeout, 5*time.Millisecond)
-			before := len(sm.state().datas) // raft's empty entry of the new term
+			before := len(sm.state().datas) // applied before a (none: raft's empty entries are not applied)
 
 			errc := make(chan error, 2)
 			go func() { errc <- n.Propose(ctx, []byte("a")) }()

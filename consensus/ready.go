@@ -109,9 +109,9 @@ func (w *ReadyWrite) sendMsgs() {
 // other committed entries, deliver read states, notify a leader change,
 // decide a local snapshot (taken with SnapshotJob), Advance. With
 // CoreOptions.ParallelApply the write runs on a goroutine HandleReady
-// waits for, when there is something to do meanwhile: on a member with
-// peers, always (its acknowledgements leave when the write is durable, not
-// after the apply); on a single member (no Transport), only when more than
+// waits for, when there is something to do meanwhile: on a member with a
+// Transport, always (its acknowledgements leave when the write is durable,
+// not after the apply); on a single member (none), only when more than
 // inlineApplyMax entries are to be applied, since otherwise applying them
 // first on this goroutine starts the write sooner than handing it to
 // another one (overlapsApply). Any error is fatal: raft is not advanced
@@ -145,12 +145,15 @@ func (c *Core) HandleReady() error {
 
 // inlineApplyMax is how many durable entries HandleReady applies on the
 // goroutine of a single member's Core (one without a Transport) before its
-// write instead of while the write runs on another goroutine. Measured on the 2-CPU benchmark machine
-// (issue 11): a goroutine started for the write began to run 8-28 µs after
-// the go statement, while applying a batch of 5-6 entries took 8-10 µs, so
-// up to about this many entries the write starts sooner after the apply
-// (standalone setData, create and lock +3-6% in alternating runs); a
-// longer apply (pipelined writes batch 30 and more) still overlaps.
+// write instead of while the write runs on another goroutine. Measured on
+// the 2-CPU benchmark machine (issue 11): a goroutine started for the write
+// began to run 8-28 µs after the go statement, while applying a batch of
+// 5-6 entries took 8-10 µs (about 1.6 µs an entry), so 16 such entries take
+// about as long as the slowest start; standalone setData, create and lock
+// gained 3-6% in alternating runs, and a longer apply (pipelined writes
+// batch 30 and more) still overlaps. It counts entries, not their cost: a
+// few expensive ones (a session close that deletes many ephemerals, a
+// large multi) delay the write by their whole apply.
 const inlineApplyMax = 16
 
 // overlapsApply reports whether a write without an Inbox runs on its own
