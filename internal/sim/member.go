@@ -288,7 +288,14 @@ func (m *member) remove() {
 	m.removed = true
 }
 
-func (m *member) crash() {
+func (m *member) crash() { m.crashIn(false) }
+
+// crashIn crashes the member; midCore says the crash interrupted a Core
+// call (the simulated disk failed a write the Core made while it applied a
+// Ready), which may leave the conf state it applied ahead of its applied
+// index (noteVoters). Any other crash falls between two steps of the
+// ReadyWrite protocol, where they agree.
+func (m *member) crashIn(midCore bool) {
 	m.w.tracef("member %d crashed", m.id)
 	if m.writing != nil {
 		m.w.pipe.crashWrites++
@@ -296,7 +303,7 @@ func (m *member) crash() {
 		m.writing, m.idle = nil, nil
 	}
 	if m.core != nil {
-		m.w.noteVoters(m, m.core.ConfState(), true) // what it applied counts after it is gone
+		m.w.noteVoters(m, m.core.ConfState(), midCore) // what it applied counts after it is gone
 	}
 	dropped := m.backlog
 	m.up, m.paused, m.core, m.backlog = false, false, nil, nil
@@ -537,12 +544,12 @@ func (m *member) finishWrite(rw *consensus.ReadyWrite, inc int) {
 // a failure of the run.
 func (m *member) coreFailed(err error) {
 	if errors.Is(err, errCrashed) {
-		m.crash()
+		m.crashIn(true)
 		m.w.after(m.w.between(300*time.Millisecond, 3*time.Second), m.restart)
 		return
 	}
 	m.w.fail("apply", "member %d: %v", m.id, err)
-	m.crash()
+	m.crashIn(true)
 }
 
 // afterReady notes what the Ready changed: entries applied that were not

@@ -174,9 +174,9 @@ func (w *world) notePause(m *member, end time.Duration) {
 // counts a quorum of Members, relies on it). It also shows the running
 // change cs if m decides it.
 //
-// crashed says m crashed, maybe in the middle of applying a Ready: its conf
-// state may then be ahead of its applied index, which counts only once the
-// Ready's conf state is written.
+// crashed says m crashed in the middle of a Core call (member.crashIn): its
+// conf state may then be ahead of its applied index, which counts only once
+// the Ready's conf state is written.
 func (w *world) noteVoters(m *member, cs *pb.ConfState, crashed bool) {
 	if n := len(cs.GetVoters()); n > 0 && n < w.cfg.Members-1 {
 		w.fail(chkMembership, "member %d applied voters %v: fewer than %d (Members-1), which no change asks for",
