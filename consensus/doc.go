@@ -47,10 +47,11 @@
 // that goroutine, one at a time. Everything queued while the loop was
 // writing is handed to raft before the next Ready, also when raft has a
 // Ready pending already (bounded per wake-up), so concurrent proposals
-// share one fsync (group commit) and the next batch is written while the
-// last is applied: Core.HandleReady (CoreOptions.ParallelApply) writes on
-// a goroutine it starts and waits for while it applies committed entries
-// that were durable already. That goroutine hands the Ready's messages
+// share one fsync (group commit) and the next batch is written in the Ready
+// that applies the last: Core.HandleReady (CoreOptions.ParallelApply) writes
+// on a goroutine it starts and waits for while it applies committed entries
+// that were durable already (a member without a Transport applies up to
+// inlineApplyMax of them first and then writes itself). That goroutine hands the Ready's messages
 // (a follower's acknowledgements) to the Transport as soon as the write
 // returned, not after the apply. While it waits, the Core steps the peer
 // messages queued meanwhile (CoreOptions.Inbox, Node's queue) and applies
