@@ -345,8 +345,8 @@ var testNoForward bool
 var testNoInbox bool
 
 // testInlineApplyMax, set only by tests, replaces the Core's
-// inlineApplyMax (how many durable entries a member without peers applies
-// before its write rather than during it).
+// inlineApplyMax (how many durable entries a member without a Transport
+// applies before its write rather than during it).
 var testInlineApplyMax *int
 
 // maxEarlyRuns bounds how often one loop iteration runs queued work

@@ -158,7 +158,7 @@ const inlineApplyMax = 16
 
 // overlapsApply reports whether a write without an Inbox runs on its own
 // goroutine while the Core applies n durable entries (HandleReady): always
-// on a member with peers, on a single member for more than inlineApplyMax.
+// on a member with a Transport, otherwise for more than inlineApplyMax.
 func (c *Core) overlapsApply(n int) bool {
 	return n > 0 && (c.transport != nil || n > c.inlineApplyMax)
 }
