@@ -119,14 +119,7 @@ func testFailover(t *testing.T, target zktest.Target) {
 	// GET /leader answers 200 as soon as Patroni has run pg_ctl promote
 	// (role master), which can be before PostgreSQL leaves recovery.
 	waitFor(t, 10*time.Second, "node2 accepts writes", func() error {
-		out, err := replica.psql("SELECT pg_is_in_recovery()")
-		if err != nil {
-			return err
-		}
-		if out != "f" {
-			return fmt.Errorf("%s: pg_is_in_recovery() = %q", replica.name, out)
-		}
-		return nil
+		return replica.psqlIs("SELECT pg_is_in_recovery()", "f")
 	})
 	if _, err := replica.psql("INSERT INTO ha VALUES (2, 'after failover')"); err != nil {
 		t.Fatal(err)
@@ -151,14 +144,7 @@ func testFailover(t *testing.T, target zktest.Target) {
 	primary, replica = replica, primary
 	waitFor(t, rejoinTimeout, "node1 rejoins streaming from node2", func() error { return primary.streamsTo(replica) })
 	waitFor(t, 10*time.Second, "node1 has both rows", func() error {
-		out, err := replica.psql("SELECT count(*) FROM ha")
-		if err != nil {
-			return err
-		}
-		if out != "2" {
-			return fmt.Errorf("%s rows on node1, want 2", out)
-		}
-		return nil
+		return replica.psqlIs("SELECT count(*) FROM ha", "2")
 	})
 
 	// Crash the ensemble's leader, then, unless the primary's session was
@@ -278,13 +264,16 @@ func checkpointPublished(conn *zk.Conn, path string) error {
 }
 
 // hasRow checks that row 1 is on n.
-func hasRow(n *node) error {
-	out, err := n.psql("SELECT v FROM ha WHERE id = 1")
+func hasRow(n *node) error { return n.psqlIs("SELECT v FROM ha WHERE id = 1", "before failover") }
+
+// psqlIs runs query on n and checks that its output is want.
+func (n *node) psqlIs(query, want string) error {
+	out, err := n.psql(query)
 	if err != nil {
 		return err
 	}
-	if out != "before failover" {
-		return fmt.Errorf("%s: row 1 = %q", n.name, out)
+	if out != want {
+		return fmt.Errorf("%s: %s = %q, want %q", n.name, query, out, want)
 	}
 	return nil
 }
