@@ -283,12 +283,19 @@ func (c *Core) tickChanges() {
 	if mc.phase == phaseRollback {
 		mc.rollback--
 		if mc.rollback <= 0 {
-			c.lg.Warn().Err(mc.cause).Uints64("members", mc.added).
+			// The members before mc.i are settled: removed, or kept (a
+			// voter promoted meanwhile, named as staying). Those from mc.i
+			// on may stay in the group, and a promotion proposed before the
+			// change was given up can still commit: the caller must check
+			// the membership before taking one of them down.
+			left := slices.Clone(mc.added[mc.i:])
+			c.lg.Warn().Err(mc.cause).Uints64("members", left).
 				Msg("gave up removing the new members after a failed membership change")
-			// They may stay in the group, and a promotion proposed before
-			// the change was given up can still commit: the caller must
-			// check the membership before taking a new member down.
-			c.finishChange(mc, fmt.Errorf("%w (members %v may still be in the group)", mc.cause, mc.added))
+			err := fmt.Errorf("%w (members %v may still be in the group)", mc.cause, left)
+			if len(mc.kept) > 0 {
+				err = fmt.Errorf("%w (members %v it added stay in the group)", err, mc.kept)
+			}
+			c.finishChange(mc, err)
 		}
 	}
 	c.driveChanges()

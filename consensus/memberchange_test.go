@@ -163,6 +163,43 @@ func TestCoreMemberChangeCancelRollsBack(t *testing.T) {
 	require.False(t, isMember(c.appliedConf(), lead))
 }
 
+// TestCoreRollbackDeadlineNamesOnlyMembersLeft gives up on a change whose
+// two learners never catch up, lets the rollback remove the first and then
+// takes the followers down, so that the second's removal cannot commit: at
+// the rollback's deadline the error must name only the second as possibly
+// still in the group. Before, it named every member the change added,
+// including the one already removed.
+func TestCoreRollbackDeadlineNamesOnlyMembersLeft(t *testing.T) {
+	g := newCoreGroup(t, 3)
+	lead := g.waitLeader(t)
+	c := g.cores[lead]
+	var outcome []error
+	mc := c.StartMemberChange([]Peer{{ID: 8}, {ID: 9}}, nil, func(err error) { outcome = append(outcome, err) })
+	for r := 0; r < 40; r++ {
+		g.round(t)
+	}
+	require.Equal(t, []uint64{8, 9}, slices.Sorted(slices.Values(c.appliedConf().GetLearners())), "added as learners, never promoted")
+	require.Empty(t, outcome)
+
+	cause := errors.New("caller gave up")
+	c.CancelMemberChange(mc, cause)
+	g.stepUntil(t, c, func() bool { return !isMember(c.appliedConf(), 8) })
+	require.False(t, isMember(c.appliedConf(), 8), "the rollback removed 8")
+	require.True(t, isMember(c.appliedConf(), 9))
+	for _, id := range others(lead) {
+		g.down[id] = true
+	}
+	g.queue = nil // 9's removal, if sent, never arrives
+	for r := 0; r < 6*DefaultElectionTicks && len(outcome) == 0; r++ {
+		g.round(t)
+	}
+	require.Len(t, outcome, 1, "the rollback's deadline passed")
+	require.ErrorIs(t, outcome[0], ErrNotCaughtUp)
+	require.ErrorIs(t, outcome[0], cause)
+	require.Contains(t, outcome[0].Error(), "members [9] may still be in the group")
+	require.True(t, isMember(c.appliedConf(), 9), "9's removal could not commit")
+}
+
 // TestCoreMemberChangeCancelWhileAddingRollsBack gives up on a change while
 // it adds learners, with the step of the learner it adds last proposed but
 // unable to commit (the followers are down): every learner it added, and the
@@ -625,7 +662,9 @@ func (g *coreGroup) stepUntil(t *testing.T, c *Core, cond func() bool) {
 			q := g.queue
 			g.queue = nil
 			for _, m := range q {
-				_ = g.cores[m.GetTo()].Step(m)
+				if to := g.cores[m.GetTo()]; to != nil && !g.down[m.GetTo()] {
+					_ = to.Step(m)
+				}
 			}
 			for _, id := range []uint64{1, 2, 3} {
 				for g.cores[id].HasReady() && !cond() {
