@@ -52,6 +52,15 @@
 //	                server does; -session-client gozk uses it anyway, for
 //	                comparison (see session.go)
 //
+// Each round also reads the CPU time it used (cpu.go, Linux /proc): the
+// server's processes (every member of an ensemble; the java process for
+// ZooKeeper), zkbench's own (the clients, the same against either server)
+// and the machine's busy share. The round's line shows them per operation,
+// and a table after the results sums them over the rounds, so that a ratio
+// of rates can be read beside the ratio of CPU a server spent on an
+// operation: on a busy machine the clients' share and the kernel's TCP work
+// bound how far the second can carry the first.
+//
 // With -svg, a bar chart of the ratios (zkraft / ZooKeeper) with the targets
 // of issue 11 is written to that file. With -pprof DIR, zkraft runs with
 // zkraft.pprof=true and, during its first measured round of each workload,
@@ -101,6 +110,8 @@ type result struct {
 	rates []float64
 	// handoffs are the lock hand-off workload's phases (nil otherwise).
 	handoffs *handoffPhases
+	// cpu is the CPU the rounds used (zero without /proc).
+	cpu cpuUse
 }
 
 func (r result) rate() float64 {
@@ -115,6 +126,7 @@ func (r *result) add(o result) {
 	r.dur += o.dur
 	r.lat = append(r.lat, o.lat...)
 	r.rates = append(r.rates, o.rate())
+	r.cpu.add(o.cpu)
 	if o.handoffs != nil {
 		if r.handoffs == nil {
 			r.handoffs = &handoffPhases{}
@@ -325,6 +337,7 @@ type server struct {
 	target  zktest.Target
 	addrs   []string // client addresses; client i uses addrs[i%len]
 	profile string   // AdminServer address serving pprof (zkraft with -pprof)
+	pids    []int    // the server processes (every member; java for ZooKeeper)
 	clients []*client
 	close   func()
 }
@@ -426,6 +439,7 @@ func main() {
 	}
 
 	results := map[string]map[zktest.Target]*result{}
+	cpuWarned := false // a missing /proc is reported once
 	for wi, w := range ws {
 		results[w.name] = map[zktest.Target]*result{}
 		for _, s := range servers {
@@ -446,9 +460,17 @@ func main() {
 				znodes := s.znodes()
 				b0, e0 := s.raftBatches()
 				c0 := s.counters()
+				cpu0, cpuErr := readCPU(s.pids)
 				res, err := run(s, w, *duration, value)
 				if err != nil {
 					fail(err)
+				}
+				cpu1, err := readCPU(s.pids)
+				if cpuErr == nil && err == nil {
+					res.cpu = cpu1.since(cpu0)
+				} else if !cpuWarned {
+					cpuWarned = true
+					fmt.Fprintf(os.Stderr, "zkbench: no CPU figures: %v\n", errors.Join(cpuErr, err))
 				}
 				b1, e1 := s.raftBatches()
 				c1 := s.counters()
@@ -466,6 +488,7 @@ func main() {
 				if h := res.handoffs; h != nil && h.n > 0 {
 					batch += "; " + h.String()
 				}
+				batch += cpuRoundNote(res.cpu, res.ops, res.dur)
 				fmt.Fprintf(os.Stderr, "%-7s %-15s round %d %9.0f ops/s  p50 %-8v p99 %-8v znodes %d%s\n",
 					s.target, w.name, r+1, res.rate(), res.pct(50), res.pct(99), znodes, batch)
 			}
@@ -509,6 +532,11 @@ func main() {
 	for _, w := range ws {
 		fmt.Print(handoffTable(results[w.name][zktest.Zkraft].phases(), results[w.name][zktest.Apache].phases()))
 	}
+	var cpuRows []cpuRow
+	for _, w := range ws {
+		cpuRows = append(cpuRows, cpuRow{w.name, results[w.name][zktest.Zkraft], results[w.name][zktest.Apache]})
+	}
+	fmt.Print(cpuTable(cpuRows))
 	if *svgPath != "" {
 		title := fmt.Sprintf("zkraft / ZooKeeper 3.8 throughput, %s, %d clients", mode, *nClients)
 		if err := os.WriteFile(*svgPath, []byte(chart(title, bars)), 0o644); err != nil {
@@ -541,6 +569,7 @@ func start(target zktest.Target, members int, profile bool) (*server, error) {
 			return nil, fmt.Errorf("start %s: %w", target, err)
 		}
 		s.addrs = []string{srv.Addr}
+		s.pids = []int{srv.Pid()}
 		s.close = func() { srv.Close(); _ = os.RemoveAll(dir) }
 		if profile {
 			s.profile = adminAddr(srv.LogPath)
@@ -553,6 +582,9 @@ func start(target zktest.Target, members int, profile bool) (*server, error) {
 		return nil, fmt.Errorf("start %s ensemble: %w", target, err)
 	}
 	s.addrs = c.Addrs()
+	for _, m := range c.Members {
+		s.pids = append(s.pids, m.Pid())
+	}
 	s.close = func() { c.Close(); _ = os.RemoveAll(dir) }
 	if profile {
 		for _, m := range c.Members {
