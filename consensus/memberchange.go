@@ -288,14 +288,10 @@ func (c *Core) tickChanges() {
 			// on may stay in the group, and a promotion proposed before the
 			// change was given up can still commit: the caller must check
 			// the membership before taking one of them down.
-			left := slices.Clone(mc.added[mc.i:])
+			left := mc.added[mc.i:]
 			c.lg.Warn().Err(mc.cause).Uints64("members", left).
 				Msg("gave up removing the new members after a failed membership change")
-			err := fmt.Errorf("%w (members %v may still be in the group)", mc.cause, left)
-			if len(mc.kept) > 0 {
-				err = fmt.Errorf("%w (members %v it added stay in the group)", err, mc.kept)
-			}
-			c.finishChange(mc, err)
+			c.finishChange(mc, mc.namingKept(fmt.Errorf("%w (members %v may still be in the group)", mc.cause, left)))
 		}
 	}
 	c.driveChanges()
@@ -379,11 +375,7 @@ func (c *Core) driveChange(mc *MemberChange) {
 			return
 		case phaseRollback:
 			if mc.i == len(mc.added) {
-				cause := mc.cause
-				if len(mc.kept) > 0 {
-					cause = fmt.Errorf("%w (members %v it added stay in the group)", cause, mc.kept)
-				}
-				c.finishChange(mc, cause)
+				c.finishChange(mc, mc.namingKept(mc.cause))
 				return
 			}
 			id := mc.added[mc.i]
@@ -490,6 +482,15 @@ func (c *Core) markHistory(mc *MemberChange, cs *pb.ConfState, next *pb.ConfChan
 	}
 	mc.marking = true
 	return true, c.proposeStep(mc, cs, confChange(pb.ConfChangeRemoveNode, 0, ""))
+}
+
+// namingKept adds to a rollback's outcome err the members it kept (voters
+// promoted meanwhile, which a removal without a base does not take out).
+func (mc *MemberChange) namingKept(err error) error {
+	if len(mc.kept) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (members %v it added stay in the group)", err, mc.kept)
 }
 
 // startRollback turns mc into the removal of the members in added (only
