@@ -20,18 +20,13 @@ import (
 // 100 on every Linux architecture (the kernel scales its internal HZ to it).
 const clockTicks = 100
 
-// cpuSnapshot is one reading of the counters cpuUse is the difference of.
-type cpuSnapshot struct {
+// cpuUse is CPU time: the counters as readCPU reads them (since boot or
+// process start), or what a round used (since: the difference of two).
+type cpuUse struct {
 	server time.Duration // user + system of the server processes
 	client time.Duration // user + system of this process
 	busy   uint64        // /proc/stat jiffies not idle or waiting for I/O
 	total  uint64        // /proc/stat jiffies, all
-}
-
-// cpuUse is the CPU time a round used.
-type cpuUse struct {
-	server, client time.Duration
-	busy, total    uint64
 }
 
 func (u *cpuUse) add(o cpuUse) {
@@ -41,8 +36,8 @@ func (u *cpuUse) add(o cpuUse) {
 	u.total += o.total
 }
 
-// since is the CPU used between an earlier snapshot and s.
-func (s cpuSnapshot) since(earlier cpuSnapshot) cpuUse {
+// since is the CPU used between an earlier reading and s.
+func (s cpuUse) since(earlier cpuUse) cpuUse {
 	return cpuUse{
 		server: s.server - earlier.server,
 		client: s.client - earlier.client,
@@ -52,30 +47,30 @@ func (s cpuSnapshot) since(earlier cpuSnapshot) cpuUse {
 }
 
 // readCPU reads the counters for the server processes pids.
-func readCPU(pids []int) (cpuSnapshot, error) {
-	var s cpuSnapshot
+func readCPU(pids []int) (cpuUse, error) {
+	var s cpuUse
 	for _, pid := range pids {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			return cpuSnapshot{}, fmt.Errorf("read server cpu: %w", err)
+			return cpuUse{}, fmt.Errorf("read server cpu: %w", err)
 		}
 		ticks, err := parseProcStatTicks(string(b))
 		if err != nil {
-			return cpuSnapshot{}, fmt.Errorf("pid %d: %w", pid, err)
+			return cpuUse{}, fmt.Errorf("pid %d: %w", pid, err)
 		}
 		s.server += time.Duration(ticks) * time.Second / clockTicks
 	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return cpuSnapshot{}, fmt.Errorf("getrusage: %w", err)
+		return cpuUse{}, fmt.Errorf("getrusage: %w", err)
 	}
 	s.client = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return cpuSnapshot{}, fmt.Errorf("read machine cpu: %w", err)
+		return cpuUse{}, fmt.Errorf("read machine cpu: %w", err)
 	}
 	if s.busy, s.total, err = parseMachineCPU(string(b)); err != nil {
-		return cpuSnapshot{}, err
+		return cpuUse{}, err
 	}
 	return s, nil
 }

@@ -80,7 +80,7 @@ func TestReadCPUCountsWork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s1 cpuSnapshot
+	var s1 cpuUse
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		for i := 0; i < 1e6; i++ {
 			_ = time.Now()
